@@ -1,0 +1,102 @@
+"""`build`: source notebooks -> cleaned sources, the tinytorch package, release/ and solutions/."""
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from . import notebooks
+from .nbgrader_api import CourseError, api, check, install_grader_kernel, run_converter, working_directory
+
+FORBIDDEN_IN_RELEASE = notebooks.SOLUTION_MARKERS + notebooks.HIDDEN_MARKERS
+
+
+def clean_sources(root):
+    """Store every source notebook clean: no outputs or execution counts, nbgrader metadata kept."""
+    from execnb.nbio import read_nb, write_nb
+    from nbdev.clean import clean_nb
+    from nbdev.config import get_config
+
+    config = get_config(path=root)
+    for module_id in notebooks.module_ids(root):
+        path = notebooks.notebook_path(root, "modules", module_id)
+        nb = read_nb(path)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell["outputs"] = []
+        clean_nb(nb, allowed_metadata_keys=config.get("allowed_metadata_keys").split(),
+                 allowed_cell_metadata_keys=config.get("allowed_cell_metadata_keys").split(),
+                 clean_ids=config.clean_ids)
+        write_nb(nb, path)
+
+
+def export_package(root, lib_path=None):
+    """`nbdev_export` of modules/ into the package (into `lib_path` instead, if given)."""
+    from nbdev.doclinks import nbdev_export
+    from nbdev.export import nb_export
+
+    with working_directory(root):
+        if lib_path is None:
+            nbdev_export()
+        else:
+            for module_id in notebooks.module_ids(root):
+                nb_export(notebooks.notebook_path(root, "modules", module_id), lib_path)
+
+
+def _check_release(notebook_file):
+    text = Path(notebook_file).read_text()
+    for marker in FORBIDDEN_IN_RELEASE:
+        if marker in text:
+            raise CourseError(f"{notebook_file} still contains {marker!r}")
+
+
+def _check_solution(notebook_file):
+    errors = notebooks.error_outputs(notebooks.read(notebook_file))
+    if errors:
+        lines = [f"  cell {i} ({gid or 'no grade id'}): {message}" for i, gid, message in errors]
+        raise CourseError(f"executing the solution {notebook_file} raised:\n" + "\n".join(lines))
+
+
+def generate(root, staging):
+    """Write release/ and solutions/ for every module into `staging`, checking each notebook."""
+    grader = api(root, release_directory=str(staging / "release"),
+                 solution_directory=str(staging / "solutions"))
+    from nbgrader.converters import GenerateSolution
+
+    for module_id in notebooks.module_ids(root):
+        check(grader.generate_assignment(module_id, force=True, create=True),
+              f"generate_assignment {module_id}")
+        release = notebooks.notebook_path(staging, "release", module_id)
+        if not release.is_file():
+            raise CourseError(f"generate_assignment {module_id} wrote no {release}")
+        _check_release(release)
+        run_converter(grader, GenerateSolution, module_id)
+        solution = notebooks.notebook_path(staging, "solutions", module_id)
+        if not solution.is_file():
+            raise CourseError(f"generate_solution {module_id} wrote no {solution}")
+        _check_solution(solution)
+
+
+def _replace(root, staging, name):
+    """Swap `root/name` for `staging/name` (renames within one folder, so never half-written)."""
+    target, fresh, old = Path(root) / name, Path(staging) / name, Path(staging) / f"old-{name}"
+    if target.exists():
+        target.rename(old)
+    fresh.rename(target)
+
+
+def build(root, log=print):
+    """Clean the sources, export the package, and regenerate release/ and solutions/."""
+    root = Path(root).resolve()
+    started = time.perf_counter()
+    install_grader_kernel()
+    clean_sources(root)
+    export_package(root)
+    log(f"exported tinytorch/ from {len(notebooks.module_ids(root))} module(s)")
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    try:
+        generate(root, staging)
+        _replace(root, staging, "release")
+        _replace(root, staging, "solutions")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log(f"wrote release/ and solutions/ in {time.perf_counter() - started:.1f} s")

@@ -1,0 +1,80 @@
+"""`demo`: build the course, then grade a sample class of three learners and print the grades."""
+import csv
+import math
+import zipfile
+from pathlib import Path
+
+from . import grading, notebooks
+from .build import build
+
+SAMPLE_CLASS = {  # student id -> (first name, what the learner hands in)
+    "demo-full": ("Ada", "the reference solution"),
+    "demo-blank": ("Blaise", "the untouched release notebook"),
+    "demo-partial": ("Grace", "the first half of the exercises solved"),
+}
+
+
+def partial_submission(root, module_id):
+    """The release notebook with the first half of its solution cells filled in."""
+    release = notebooks.read(notebooks.notebook_path(root, "release", module_id))
+    sources = notebooks.cells_by_id(notebooks.read(notebooks.notebook_path(root, "modules", module_id)))
+    solution_cells = [c for c in release.cells if notebooks.is_solution(c)]
+    for cell in solution_cells[: math.ceil(len(solution_cells) / 2)]:
+        cell.source = notebooks.without_markers(sources[notebooks.grade_id(cell)].source)
+    return release
+
+
+def sample_submission(root, module_id, student_id):
+    if student_id == "demo-full":
+        return notebooks.read(notebooks.notebook_path(root, "solutions", module_id))
+    if student_id == "demo-blank":
+        return notebooks.read(notebooks.notebook_path(root, "release", module_id))
+    return partial_submission(root, module_id)
+
+
+def write_lms_archive(root, module_id):
+    """The zip an LMS hands out: `downloaded/NN/archive/sample-class.zip` of `<id>_NN.ipynb` files."""
+    import nbformat
+
+    archive = Path(root) / "downloaded" / module_id / "archive" / "sample-class.zip"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive, "w") as z:
+        for student_id in SAMPLE_CLASS:
+            notebook = sample_submission(root, module_id, student_id)
+            z.writestr(f"submissions/{student_id}_{module_id}.ipynb", nbformat.writes(notebook))
+    return archive
+
+
+def write_roster(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "first_name", "last_name", "email"])
+        for student_id, (first_name, _) in SAMPLE_CLASS.items():
+            writer.writerow([student_id, first_name, "Demo", f"{student_id}@example.invalid"])
+    return path
+
+
+def demo(root, rebuild=True, log=print):
+    """Build, collect the sample class's LMS zip, autograde, write feedback and grades, print them."""
+    root = Path(root).resolve()
+    if rebuild:
+        build(root, log=log)
+    artifacts = root / "artifacts"
+    grading.import_roster(root, write_roster(artifacts / "sample-roster.csv"))
+    students = list(SAMPLE_CLASS)
+    module_ids = notebooks.module_ids(root)
+    for module_id in module_ids:
+        write_lms_archive(root, module_id)
+        grading.zip_collect(root, module_id)
+        grading.autograde(root, module_id, students)
+        grading.generate_feedback(root, module_id, students)
+        log(f"graded {module_id} for {len(students)} learners")
+    grades_csv = grading.export_grades(root, artifacts / "grades.csv")
+    log("")
+    for student_id, (name, hands_in) in SAMPLE_CLASS.items():
+        log(f"  {student_id:13} {name} hands in {hands_in}")
+    log("")
+    log(grading.format_scores(grading.scores(root), module_ids))
+    log(f"\nfeedback: {root / 'feedback'}/<student>/<module>/<module>.html")
+    log(f"grades:   {grades_csv}")

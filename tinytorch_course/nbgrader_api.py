@@ -1,0 +1,74 @@
+"""A thin handle on nbgrader's Python API for a course folder, with loud failures."""
+import contextlib
+import json
+import os
+from pathlib import Path
+import sys
+
+GRADER_KERNEL = "tinytorch-grader"
+
+
+class CourseError(RuntimeError):
+    """A course command failed; the message names the module, notebook or cell."""
+
+
+@contextlib.contextmanager
+def working_directory(path):
+    previous = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def install_grader_kernel():
+    """Install the isolated kernel that executes solutions and submissions.
+
+    `python -I` puts neither the working directory nor PYTHONPATH on sys.path, so a
+    `tinytorch/` folder inside a submission cannot shadow the installed reference package.
+    """
+    spec_dir = Path(sys.prefix) / "share" / "jupyter" / "kernels" / GRADER_KERNEL
+    spec = {"argv": [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                     "--IPKernelApp.log_level=ERROR"],
+            "display_name": "TinyTorch grader (isolated Python)", "language": "python"}
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+
+
+def api(root, **coursedir_overrides):
+    """An `NbGraderAPI` configured by `root/nbgrader_config.py` (plus CourseDirectory overrides)."""
+    # nbgrader runs helper programs (alembic) by name: find them beside this Python.
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    for key, value in coursedir_overrides.items():
+        config.CourseDirectory[key] = value
+    coursedir = CourseDirectory(config=config)
+    return NbGraderAPI(coursedir=coursedir, config=config)
+
+
+def check(result, what):
+    """Raise `CourseError` with nbgrader's log unless an API call succeeded."""
+    if not result.get("success"):
+        log = result.get("log", "").strip()
+        raise CourseError(f"{what} failed:\n{result.get('error', '')}\n{log}".rstrip())
+    return result
+
+
+def run_converter(grader_api, converter_class, assignment_id, student_id=None, force=True):
+    """Run an nbgrader converter (as the API does for its own commands) and check it."""
+    from nbgrader.utils import capture_log, temp_attrs
+
+    attrs = {"assignment_id": assignment_id}
+    if student_id is not None:
+        attrs["student_id"] = student_id
+    with temp_attrs(grader_api.coursedir, **attrs):
+        app = converter_class(coursedir=grader_api.coursedir, parent=grader_api)
+        app.force = force
+        return check(capture_log(app), f"{converter_class.__name__} of {assignment_id}")
