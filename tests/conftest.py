@@ -1,0 +1,29 @@
+"""Shared fixtures: a freshly built copy of the course, made once per test session (per worker)."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tinytorch_course.build import build
+
+REPO = Path(__file__).resolve().parent.parent
+COURSE_FILES = ["modules", "tinytorch", "release", "solutions", "nbgrader_config.py", "settings.ini"]
+
+
+def copy_course(destination):
+    """Copy what a course build reads and writes into `destination` (no runtime state)."""
+    for name in COURSE_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+@pytest.fixture(scope="session")
+def built_course(tmp_path_factory):
+    """A copy of the course rebuilt from its sources with `build` (the repo itself is untouched)."""
+    root = copy_course(tmp_path_factory.mktemp("course"))
+    build(root, log=lambda message: None)
+    return root
