@@ -101,4 +101,5 @@ d = { 'settings': { 'branch': 'main',
                                   'tinytorch.tensor.result_type': ('01_tensor/tensor.html#result_type', 'tinytorch/tensor.py'),
                                   'tinytorch.tensor.storage_index': ('01_tensor/tensor.html#storage_index', 'tinytorch/tensor.py'),
                                   'tinytorch.tensor.strided_view': ('01_tensor/tensor.html#strided_view', 'tinytorch/tensor.py'),
-                                  'tinytorch.tensor.zeros_like': ('01_tensor/tensor.html#zeros_like', 'tinytorch/tensor.py')}}}
+                                  'tinytorch.tensor.zeros_like': ('01_tensor/tensor.html#zeros_like', 'tinytorch/tensor.py')},
+            'tinytorch.testing': {}}}
