@@ -7,13 +7,13 @@ __all__ = ['bool_', 'int32', 'int64', 'float32', 'float64', 'DTYPES', 'DEFAULT_F
            'result_type', 'Generator', 'manual_seed', 'Tensor', 'zeros_like', 'ones_like', 'full_like', 'randn_like',
            'plot_layout']
 
-# %% ../modules/01_tensor/01_tensor.ipynb #188e5289
+# %% ../modules/01_tensor/01_tensor.ipynb #c115f1c5
 import math
 import numbers
 
 import numpy as np
 
-# %% ../modules/01_tensor/01_tensor.ipynb #befdabfa
+# %% ../modules/01_tensor/01_tensor.ipynb #f79986ef
 class DType:
     """An element type: its name, the numpy dtype that stores it, and its promotion category."""
 
@@ -68,7 +68,7 @@ def promote_types(a, b):
     a, b = as_dtype(a), as_dtype(b)
     return as_dtype(np.promote_types(a.numpy_dtype, b.numpy_dtype))
 
-# %% ../modules/01_tensor/01_tensor.ipynb #0ec18495
+# %% ../modules/01_tensor/01_tensor.ipynb #be3e2245
 def contiguous_strides(shape):
     """Row-major strides, in elements, of a contiguous tensor of `shape` (a tuple of ints).
 
@@ -86,7 +86,7 @@ def contiguous_strides(shape):
     return tuple(reversed(strides))
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #e970523d
+# %% ../modules/01_tensor/01_tensor.ipynb #0758f0a0
 def storage_index(index, shape, strides, offset):
     """Storage position of element `index` (a tuple of ints, one per dimension).
 
@@ -107,7 +107,7 @@ def storage_index(index, shape, strides, offset):
     return position
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #f8d3ba14
+# %% ../modules/01_tensor/01_tensor.ipynb #cdc92759
 def strided_view(storage, shape, strides, offset):
     """A numpy array that reads `storage` (a 1-D numpy array) through shape/strides/offset.
 
@@ -119,7 +119,7 @@ def strided_view(storage, shape, strides, offset):
                       strides=tuple(s * itemsize for s in strides))
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #f30e948d
+# %% ../modules/01_tensor/01_tensor.ipynb #dbba6aed
 def flatten_nested(data):
     """Return `(shape, values)` for a number or nested lists/tuples of numbers.
 
@@ -144,7 +144,7 @@ def flatten_nested(data):
     return (len(data),) + first_shape, values
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #898967cb
+# %% ../modules/01_tensor/01_tensor.ipynb #017ec3c7
 def operand_priority(operand):
     """2 for a tensor with dimensions, 1 for a 0-d tensor, 0 for a Python number."""
     if isinstance(operand, Tensor):
@@ -164,7 +164,7 @@ def operand_dtype(operand):
         return DEFAULT_FLOAT
     raise TypeError(f"unsupported operand {operand!r} of type {type(operand).__name__}")
 
-# %% ../modules/01_tensor/01_tensor.ipynb #67c7c86d
+# %% ../modules/01_tensor/01_tensor.ipynb #7764ba18
 def result_type(*operands):
     """The dtype PyTorch gives an operation on `operands` (tensors and Python numbers)."""
     ### BEGIN SOLUTION
@@ -179,7 +179,7 @@ def result_type(*operands):
     return result
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #57396383
+# %% ../modules/01_tensor/01_tensor.ipynb #bfd1f531
 class Generator:
     """A seedable source of random numbers (like `torch.Generator`)."""
 
@@ -210,7 +210,7 @@ def _size_arg(size):
         raise TypeError(f"sizes must be ints, got {size!r}")
     return tuple(int(n) for n in size)
 
-# %% ../modules/01_tensor/01_tensor.ipynb #ecd2fcbf
+# %% ../modules/01_tensor/01_tensor.ipynb #72305385
 class Tensor:
     """An n-d array: a flat numpy `storage` read through `shape`, `strides` and `offset`."""
 
@@ -507,7 +507,7 @@ def full_like(t, fill_value, dtype=None): return type(t).full(t.shape, fill_valu
 def randn_like(t, generator=None, dtype=None):
     return type(t).randn(t.shape, generator=generator, dtype=dtype or t.dtype)
 
-# %% ../modules/01_tensor/01_tensor.ipynb #168b56d1
+# %% ../modules/01_tensor/01_tensor.ipynb #63afbbf6
 def plot_layout(t, title=None, ax=None):
     """Draw `t` (0-d, 1-d or 2-d) above its storage, linking each element to its position."""
     import matplotlib.pyplot as plt
