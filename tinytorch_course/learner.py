@@ -25,7 +25,6 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
 
 from . import nbcells
 
@@ -361,7 +360,7 @@ def do_milestone(root, key, log=print):
 # --- submit ------------------------------------------------------------------------------------
 
 def do_submit(root, student_id, keys=(), log=print):
-    """Copy the notebooks to submission/<id>_NN_name.ipynb and zip them, for the instructor."""
+    """Copy the notebooks to submission/<id>_NN_name.ipynb: the names the instructor collects."""
     if not STUDENT_ID.match(student_id or ""):
         raise LearnError(f"student id {student_id!r}: use only letters, digits and '-'")
     state = load_state(root)
@@ -372,16 +371,14 @@ def do_submit(root, student_id, keys=(), log=print):
     out = Path(root) / "submission"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
-    archive = out / f"{student_id}_tinytorch.zip"
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
-        for mid in chosen:
-            target = out / f"{student_id}_{mid}.ipynb"
-            shutil.copyfile(notebook_file(root, mid), target)
-            z.write(target, target.name)
-            log(f"  {target.relative_to(root)}  ({module_state(root, mid, state)[0]})")
-    log(f"hand in the .ipynb files above (one per module), or all of them at once: "
-        f"{archive.relative_to(root)}")
-    return sorted(out.glob("*.ipynb")), archive
+    written = []
+    for mid in chosen:
+        target = out / f"{student_id}_{mid}.ipynb"
+        shutil.copyfile(notebook_file(root, mid), target)
+        written.append(target)
+        log(f"  {target.relative_to(root)}  ({module_state(root, mid, state)[0]})")
+    log("hand in each file to its module's assignment (upload it as it is: the name matters)")
+    return written
 
 
 # --- from a terminal or a notebook cell --------------------------------------------------------
