@@ -144,3 +144,18 @@ def test_the_submission_lands_where_the_instructor_collects_it(workspace, tmp_pa
     grading.zip_collect(course, "01_tensor")
     collected = course / "submitted" / "ada-1" / "01_tensor" / "01_tensor.ipynb"
     assert collected.read_bytes() == handed_in.read_bytes()
+
+
+def test_the_commands_work_from_a_notebook_cell(workspace):
+    """`from tinytorch_kit import status` in a kernel started in a module's folder (as JupyterLab does)."""
+    from nbclient import NotebookClient
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("from tinytorch_kit import check, status\nstatus()\nprint(check('01'))")
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    env = dict(os.environ, PYTHONPATH=str(workspace))  # what ./setup's .pth file or ./learn lab provide
+    NotebookClient(notebook, kernel_name="python3", timeout=300,
+                   resources={"metadata": {"path": str(workspace / "modules" / "01_tensor")}}).execute(env=env)
+    shown = "".join(o.get("text", "") for o in notebook.cells[0].outputs)
+    assert "01_tensor  not started" in shown and "first failure: contiguous_strides_visible" in shown
+    assert shown.rstrip().endswith("False")
