@@ -1,9 +1,8 @@
 """The build pipeline: committed outputs equal a fresh build, and the release leaks nothing."""
-from pathlib import Path
-
 import pytest
 
 from tinytorch_course import notebooks
+from tinytorch_course.leaks import leaks, secret_lines
 from conftest import REPO
 
 MODULES = notebooks.module_ids(REPO)
@@ -16,17 +15,6 @@ def cell_contents(notebook):
 
 def package_files(root):
     return {p.relative_to(root): p.read_text() for p in sorted((root / "tinytorch").rglob("*.py"))}
-
-
-def split_regions(source, begin, end):
-    """`(inside, outside)`: the stripped, non-empty lines between `begin`/`end` markers, and the rest."""
-    inside, outside, within = [], [], False
-    for line in source.splitlines():
-        if line.strip() in (begin, end):
-            within = line.strip() == begin
-        elif line.strip():
-            (inside if within else outside).append(line.strip())
-    return inside, outside
 
 
 def test_package_equals_a_fresh_nbdev_export(built_course):
@@ -64,18 +52,5 @@ def test_source_notebooks_are_stored_clean(module_id):
 def test_release_contains_no_solution_code_and_no_hidden_tests(module_id):
     source = notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))
     release_files = [p for p in (REPO / "release").rglob("*") if p.is_file()]
-    release_text = "\n".join(path.read_text(errors="replace") for path in release_files)
-    for marker in notebooks.SOLUTION_MARKERS + notebooks.HIDDEN_MARKERS:
-        assert marker not in release_text
-    release_lines = {line.strip() for path in release_files for line in (
-        "\n".join(c.source for c in notebooks.read(path).cells) if path.suffix == ".ipynb"
-        else path.read_text(errors="replace")).splitlines()}
-    secret, public = [], set()
-    for cell in source.cells:
-        hidden, rest = split_regions(cell.source, *notebooks.HIDDEN_MARKERS)
-        solution, rest = split_regions("\n".join(rest), *notebooks.SOLUTION_MARKERS)
-        secret += hidden + solution
-        public |= set(rest)  # a line that also stands outside the regions may stay in the release
-    leaked = [line for line in secret if len(line) > 12 and line not in public and line in release_lines]
-    assert not leaked, f"release/{module_id} shows solution or hidden-test lines: {leaked[:5]}"
-    assert secret, "a module without solutions or hidden tests grades nothing"
+    assert not leaks(source_notebooks=[source], files=release_files)
+    assert secret_lines(source), "a module without solutions or hidden tests grades nothing"

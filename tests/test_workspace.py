@@ -1,0 +1,163 @@
+"""The learner's workspace kit: it leaks nothing, and its ./learn commands take a learner to a submission."""
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from tinytorch_course import grading, notebooks
+from tinytorch_course.leaks import leaks
+from tinytorch_course.workspace import KIT_NAME, kit_files, make_workspace
+from conftest import REPO, copy_course
+
+MODULES = notebooks.module_ids(REPO)
+
+
+@pytest.fixture(scope="module")
+def kit_and_zip(tmp_path_factory):
+    return make_workspace(REPO, tmp_path_factory.mktemp("kit"), log=lambda message: None)
+
+
+@pytest.fixture
+def workspace(kit_and_zip, tmp_path):
+    """A fresh copy of the kit, as a learner unpacks it."""
+    return shutil.copytree(kit_and_zip[0], tmp_path / KIT_NAME, symlinks=True)
+
+
+def learn(workspace, *args):
+    """`./learn ARGS` in the workspace, with this Python (the same pinned environment as .venv)."""
+    env = dict(os.environ, LEARN_PYTHON=sys.executable)
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run([str(workspace / "learn"), *args], cwd=workspace, env=env,
+                            capture_output=True, text=True, timeout=600)
+    return result.returncode, result.stdout + result.stderr
+
+
+def fill_solutions(workspace, module_id):
+    """Do every exercise of a module the way the reference solution does."""
+    source = notebooks.cells_by_id(notebooks.read(notebooks.notebook_path(REPO, "modules", module_id)))
+    path = notebooks.notebook_path(workspace, "modules", module_id)
+    notebook = notebooks.read(path)
+    for cell in notebook.cells:
+        if notebooks.is_solution(cell):
+            cell.source = notebooks.without_markers(source[notebooks.grade_id(cell)].source)
+    notebooks.write(notebook, path)
+
+
+def source_notebooks():
+    return [notebooks.read(notebooks.notebook_path(REPO, "modules", m)) for m in MODULES]
+
+
+def test_kit_holds_no_solutions_no_hidden_tests_and_no_gradebook(kit_and_zip, tmp_path):
+    kit, archive = kit_and_zip
+    with zipfile.ZipFile(archive) as z:
+        z.extractall(tmp_path)
+    for folder in [kit, tmp_path / KIT_NAME]:
+        files = kit_files(folder)
+        assert not leaks(source_notebooks(), files)
+        names = {p.name for p in files}
+        assert not names & {"gradebook.db", "nbgrader_config.py"}
+        assert not any(part in ("solutions", "source", "autograded", "feedback")
+                       for p in files for part in p.relative_to(folder).parts)
+
+
+def test_kit_layout(kit_and_zip):
+    kit, archive = kit_and_zip
+    files = {str(p.relative_to(kit)) for p in kit_files(kit)}
+    package = {f for f in files if f.startswith("tinytorch/")}
+    assert package == {"tinytorch/__init__.py", "tinytorch/testing.py"}, "the learner's exports fill it"
+    assert {f"modules/{m}/{m}.ipynb" for m in MODULES} <= files
+    assert {"README.md", "setup", "learn", "settings.ini", "requirements.lock"} <= files
+    assert (kit / "requirements.lock").read_text() == (REPO / "requirements.lock").read_text()
+    with zipfile.ZipFile(archive) as z:
+        assert {n.split("/", 1)[1] for n in z.namelist()} == files
+        for script in ("setup", "learn"):
+            assert (z.getinfo(f"{KIT_NAME}/{script}").external_attr >> 16) & 0o111, f"{script} runs"
+
+
+def test_an_untouched_workspace_is_not_started_and_fails_its_checks(workspace):
+    code, out = learn(workspace, "status")
+    assert code == 0 and all(f"{m}  not started" in out for m in MODULES), out
+    assert "locked" in out
+    code, out = learn(workspace, "check", "01")
+    assert code == 1, out
+    assert "0/8 pass in the notebook" in out
+    assert "first failure: contiguous_strides_visible (in the notebook)" in out
+    assert "line 1: assert contiguous_strides((2, 3)) == (3, 1)" in out
+    assert "NotImplementedError" in out and "./learn export 01" in out
+
+
+def test_a_learner_solves_exports_checks_and_unlocks_the_milestone(workspace):
+    fill_solutions(workspace, "01_tensor")
+    code, out = learn(workspace, "status")
+    assert "01_tensor  in progress" in out, out
+    code, out = learn(workspace, "export", "01")
+    assert code == 0 and "tinytorch/tensor.py" in out, out
+    assert (workspace / "tinytorch" / "tensor.py").is_file()
+    assert "01_tensor  exported" in learn(workspace, "status")[1]
+    code, out = learn(workspace, "check", "01")
+    assert code == 0, out
+    assert "8/8 pass in the notebook" in out and "8/8 pass against tinytorch.tensor" in out
+    code, out = learn(workspace, "status")
+    assert "01_tensor  checks pass" in out and "01_your_own_tensor  unlocked" in out, out
+    code, out = learn(workspace, "milestone", "01")
+    assert code == 0 and "milestone 01 passed" in out, out
+
+    # The package column tests the exported package, not the notebook: break only the package.
+    exported = workspace / "tinytorch" / "tensor.py"
+    text = exported.read_text()
+    exported.write_text(text.replace("def contiguous_strides(shape):",
+                                     "def contiguous_strides(shape):\n    return (0,) * len(shape)", 1))
+    assert "01_tensor  checks pass" not in learn(workspace, "status")[1], "a changed package needs a check"
+    code, out = learn(workspace, "check", "01")
+    assert code == 1 and "8/8 pass in the notebook" in out, out
+    assert "first failure: contiguous_strides_visible (package)" in out
+
+
+def test_check_uses_the_tests_as_handed_out(workspace):
+    path = notebooks.notebook_path(workspace, "modules", "01_tensor")
+    notebook = notebooks.read(path)
+    for cell in notebook.cells:
+        if notebooks.is_test(cell):
+            cell.source = 'print("all fine")'
+    notebook.cells = [c for c in notebook.cells if notebooks.grade_id(c) != "elementwise_visible"]
+    notebooks.write(notebook, path)
+    code, out = learn(workspace, "check", "01")
+    assert code == 1 and "0/8 pass in the notebook" in out, out
+    assert "elementwise_visible         2       FAIL" in out
+
+
+def test_the_submission_lands_where_the_instructor_collects_it(workspace, tmp_path):
+    fill_solutions(workspace, "01_tensor")
+    code, out = learn(workspace, "submit", "not valid!")
+    assert code == 2 and "letters, digits" in out
+    code, out = learn(workspace, "submit", "ada-1")
+    assert code == 0, out
+    handed_in = workspace / "submission" / "ada-1_01_tensor.ipynb"
+    assert sorted((workspace / "submission").iterdir()) == [handed_in]
+
+    course = copy_course(tmp_path / "course")
+    archive = course / "downloaded" / "01_tensor" / "archive" / "lms-download.zip"
+    archive.parent.mkdir(parents=True)
+    with zipfile.ZipFile(archive, "w") as z:
+        z.write(handed_in, f"submissions/{handed_in.name}")
+    grading.zip_collect(course, "01_tensor")
+    collected = course / "submitted" / "ada-1" / "01_tensor" / "01_tensor.ipynb"
+    assert collected.read_bytes() == handed_in.read_bytes()
+
+
+def test_the_commands_work_from_a_notebook_cell(workspace):
+    """`from tinytorch_kit import status` in a kernel started in a module's folder (as JupyterLab does)."""
+    from nbclient import NotebookClient
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("from tinytorch_kit import check, status\nstatus()\nprint(check('01'))")
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    env = dict(os.environ, PYTHONPATH=str(workspace))  # what ./setup's .pth file or ./learn lab provide
+    NotebookClient(notebook, kernel_name="python3", timeout=300,
+                   resources={"metadata": {"path": str(workspace / "modules" / "01_tensor")}}).execute(env=env)
+    shown = "".join(o.get("text", "") for o in notebook.cells[0].outputs)
+    assert "01_tensor  not started" in shown and "first failure: contiguous_strides_visible" in shown
+    assert shown.rstrip().endswith("False")
