@@ -19,6 +19,7 @@ import json
 import multiprocessing
 import os
 from pathlib import Path
+import re
 import secrets
 import shutil
 import signal
@@ -29,7 +30,7 @@ import threading
 import time
 
 import nbformat
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 
 from . import notebooks
@@ -37,6 +38,15 @@ from .nbgrader_api import SANDBOX_KERNEL, CourseError, api, check, install_grade
 
 STATUS_FILE = "grading-status.json"  # instructor state, next to the gradebook
 PROTECTED = ["nbgrader_config.py", "modules", "release", "solutions", "submitted", "tinytorch"]
+
+
+UNUSUAL_ERRORS = {  # errors in a cell that the summary mentions, whatever the score
+    "CellTimeoutError": "was stopped at the {cell_timeout} s cell limit",
+    "KeyboardInterrupt": "was stopped at the {cell_timeout} s cell limit",
+    "MemoryError": "ran out of memory (limit {memory_bytes} bytes)",
+    "SystemExit": "called exit() (SystemExit)",
+    "PermissionError": "tried to change files it may not (PermissionError)",
+}
 
 
 @dataclasses.dataclass
@@ -68,7 +78,7 @@ class GuardedExecute(Execute):
             len(v) if isinstance(v, str) else len(json.dumps(v)) for v in content.get("data", {}).values()
         ) + sum(len(line) for line in content.get("traceback", []))
         self._output_bytes += size
-        if self._output_bytes <= self.job["output_bytes"]:
+        if self._output_bytes <= self.job["output_bytes"] or cell_index == self._report_cell:
             return super().output(outs, msg, display_id, cell_index)
         if cell_index not in self._truncated:
             self._truncated.add(cell_index)
@@ -92,12 +102,16 @@ class GuardedExecute(Execute):
         nb.cells.append(nbformat.v4.new_code_cell(
             f"__import__('tinytorch_course.kernel_guard', fromlist=['report']).report({nonce!r})"))
         self._output_bytes, self._truncated, self._running = 0, set(), None
+        self._report_cell = len(nb.cells) - 1
         timer = threading.Timer(job["notebook_timeout"], self._deadline_passed)
         timer.start()
         try:
             nb, resources = super().preprocess(nb, resources)
         except DeadKernelError:
             job["died_in_cell"] = self._running
+            raise
+        except CellTimeoutError:
+            job["unstoppable_cell"] = self._running
             raise
         finally:
             timer.cancel()
@@ -232,7 +246,8 @@ def execute_job(job):
     job["private"] = str(sandbox / "private")
     spec = {key: job[key] for key in ["workdir", "private", "reference", "mpl_cache", "uid", "hide",
                                       "sandbox",
-                                      "memory_bytes", "file_bytes", "cpu_seconds", "processes"]}
+                                      "memory_bytes", "file_bytes", "cpu_seconds", "processes",
+                                      "output_bytes"]}
     spec_file = sandbox / "kernel-spec.json"
     spec_file.write_text(json.dumps(spec))
     os.chmod(spec_file, 0o600)
@@ -266,6 +281,10 @@ def execute_job(job):
                                   "interfered with the grader)")
         else:
             job["reasons"] += [f"{what} (in cell {cell})" for what, cell in guard]
+        for index, cell in enumerate(notebooks.read(executed).cells):
+            for name in {o.ename for o in cell.get("outputs", []) if o.output_type == "error"}:
+                if name in UNUSUAL_ERRORS:
+                    job["notes"].append(f"cell {index} {UNUSUAL_ERRORS[name]}".format(**job))
         if job.get("truncated"):
             job["notes"].append(f"output cut at {job['output_bytes']} bytes")
         if job["reasons"]:
@@ -274,15 +293,19 @@ def execute_job(job):
         job["status"], job["results"] = "failed", None
         cell = job.get("died_in_cell")
         where = f" in cell {cell}" if cell is not None else ""
-        if job.get("deadline_passed"):
+        if "unstoppable_cell" in job:
+            job["reasons"].append(f"cell {job['unstoppable_cell']} ran past the {job['cell_timeout']} s "
+                                  "cell limit and ignored the interrupt; stopped")
+        elif job.get("deadline_passed"):
             job["reasons"].append(f"ran past the {job['notebook_timeout']} s limit for a whole "
                                   f"notebook{where}; stopped")
         elif "died_in_cell" in job:
             job["reasons"].append(f"the kernel died{where} (exit, crash or resource limit)")
         else:
             job["log"] = result.get("log", "")
-            log = (result.get("error") or result.get("log") or "").strip().splitlines()
-            job["reasons"].append("nbgrader could not grade it: " + (log[-1] if log else "no log"))
+            errors = [line.strip() for line in job["log"].splitlines()
+                      if re.match(r"\s*[\w.]*(Error|Exception)\b", line) and "NbGrader" not in line]
+            job["reasons"].append("nbgrader could not grade it: " + (errors[-1] if errors else "no log"))
     job["seconds"] = time.perf_counter() - started
     return job
 

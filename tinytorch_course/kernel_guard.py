@@ -61,7 +61,7 @@ class Guard:
         self.protected_modules = {id(m): m for m in self.modules}
         self.bound = {}  # notebook name -> the protected object it was bound to
         self.findings = {}  # what changed -> the execution count of the cell that changed it
-        self._original = (json.dumps, sys.stdout)
+        self._original = (json.dumps, sys.stdout.write, sys.stdout.flush)
 
     def _note(self, what, cell):
         self.findings.setdefault(what, cell)
@@ -93,9 +93,9 @@ class Guard:
             self._note(f"imports tinytorch from {location!r}, not the reference package", cell)
 
     def report(self, nonce):
-        dumps, stdout = self._original
-        stdout.write(nonce + " " + dumps(sorted(self.findings.items(), key=lambda kv: str(kv[1]))) + "\n")
-        stdout.flush()
+        dumps, write, flush = self._original
+        write(nonce + " " + dumps(sorted(self.findings.items(), key=lambda kv: str(kv[1]))) + "\n")
+        flush()
 
 
 _guard = None

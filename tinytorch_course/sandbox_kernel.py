@@ -140,6 +140,22 @@ def prepare(spec, argv):
     return argv, kernel_guard
 
 
+def _cap(stream, budget):
+    """Drop what a stream is sent past `budget` characters (the grader caps outputs as well;
+    this keeps a flood from filling the kernel's memory and the connection)."""
+    write, left = stream.write, [budget]
+
+    def capped(text):
+        left[0] -= len(text)
+        if left[0] >= 0:
+            return write(text)
+        if left[0] + len(text) > 0:
+            write(text[:left[0] + len(text)])
+        return len(text)
+
+    stream.write = capped
+
+
 def main(argv):
     with open(os.environ["TINYTORCH_SANDBOX"]) as f:
         spec = json.load(f)
@@ -149,6 +165,8 @@ def main(argv):
     app = IPKernelApp.instance()
     app.initialize(argv[1:])
     kernel_guard.install(app.shell, os.path.join(spec["reference"], "tinytorch", ""))
+    for stream in (sys.stdout, sys.stderr):
+        _cap(stream, 2 * spec["output_bytes"])
     app.start()
 
 
