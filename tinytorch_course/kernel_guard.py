@@ -26,7 +26,7 @@ _IPYTHON_BUILTINS = {"exit", "quit", "input", "get_ipython", "display", "_", "__
                      "copyright", "credits", "license", "__IPYTHON__"}
 
 
-def _modules(reference_prefix):
+def _modules():
     import numpy
     import numpy.linalg
     import numpy.random
@@ -42,7 +42,7 @@ def _modules(reference_prefix):
 class Guard:
     def __init__(self, reference_prefix):
         self.reference_prefix = reference_prefix
-        self.modules = _modules(reference_prefix)
+        self.modules = _modules()
         self.entries = []  # (label, namespace dict, name, object)
         for module in self.modules:
             for name, value in list(vars(module).items()):
