@@ -9,6 +9,76 @@ from .nbgrader_api import CourseError
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def add_grade_commands(commands):
+    grade = commands.add_parser("grade", help="the instructor's grading: roster, collect, run, summary")
+    steps = grade.add_subparsers(dest="step", required=True)
+    roster = steps.add_parser("roster", help="import learners from a CSV (id, first_name, last_name, email)")
+    roster.add_argument("csv")
+    collect = steps.add_parser("collect", help="collect one module's submissions")
+    collect.add_argument("module", help="NN or NN_name")
+    source = collect.add_mutually_exclusive_group(required=True)
+    source.add_argument("--zip", nargs="+", metavar="ARCHIVE",
+                        help="LMS archives of <student-id>_NN_name.ipynb files")
+    source.add_argument("--folder", metavar="DIR", help="DIR/<student-id>/ holds each learner's files")
+    source.add_argument("--exchange", action="store_true", help="nbgrader's exchange (c.Exchange.root)")
+    run = steps.add_parser("run", help="autograde in parallel, write feedback and grades, print the summary")
+    run.add_argument("modules", nargs="*", help="NN or NN_name (default: every module)")
+    run.add_argument("--student", action="append", help="only this learner (repeatable)")
+    run.add_argument("--jobs", type=int, help="parallel submissions (default: the CPU count)")
+    run.add_argument("--cell-timeout", type=int, help="seconds per cell (default: nbgrader_config.py)")
+    run.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook")
+    run.add_argument("--memory-mb", type=int, default=3072, help="address space per notebook")
+    run.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
+    steps.add_parser("summary", help="per module: submitted, graded, mean, failures and reviews")
+    export = steps.add_parser("export", help="write the grades CSV (with status and reasons)")
+    export.add_argument("--to", default=str(ROOT / "artifacts" / "grades.csv"))
+    formgrader = steps.add_parser("formgrader", help="JupyterLab on localhost for manual review")
+    formgrader.add_argument("--port", type=int, default=8899)
+
+
+def module_id(name):
+    from .notebooks import module_ids
+
+    found = [m for m in module_ids(ROOT) if m == name or m.split("_")[0] == name]
+    if not found:
+        raise CourseError(f"no module {name!r}; modules: {', '.join(module_ids(ROOT))}")
+    return found[0]
+
+
+def grade(args):
+    from . import grading
+
+    if args.step == "roster":
+        print(f"imported {len(grading.import_roster(ROOT, args.csv))} learners")
+    elif args.step == "collect":
+        module = module_id(args.module)
+        if args.zip:
+            skipped = grading.zip_collect(ROOT, module, args.zip)
+            for name in skipped:
+                print(f"not collected (name is not <student-id>_{module}.ipynb): {name}")
+        elif args.folder:
+            print(f"collected {len(grading.collect_folder(ROOT, module, args.folder))} learners")
+        else:
+            grading.collect_exchange(ROOT, module)
+        print(f"submissions are in {ROOT / 'submitted'}/<student>/{module}/")
+    elif args.step == "run":
+        from .autograder import Limits
+
+        limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                        memory_mb=args.memory_mb)
+        grading.autograde(ROOT, [module_id(m) for m in args.modules] or None, args.student,
+                          jobs=args.jobs, limits=limits, feedback=not args.no_feedback)
+        print(f"grades: {grading.export_grades(ROOT, ROOT / 'artifacts' / 'grades.csv')}")
+        print(grading.summary(ROOT))
+    elif args.step == "summary":
+        print(grading.summary(ROOT))
+    elif args.step == "export":
+        print(f"grades: {grading.export_grades(ROOT, args.to)}")
+    elif args.step == "formgrader":
+        grading.formgrader(ROOT, args.port)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="course", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -18,6 +88,7 @@ def main(argv=None):
     workspace = commands.add_parser("workspace", help="make the learners' workspace (a folder and a zip)")
     workspace.add_argument("--out", type=Path, default=ROOT / "artifacts" / "workspace",
                            help="where to write it (default: artifacts/workspace)")
+    add_grade_commands(commands)
     args = parser.parse_args(argv)
     # nbgrader's gradebook code triggers SQLAlchemy 2 warnings that say nothing to the user.
     warnings.filterwarnings("ignore", message=".*not in session.*")
@@ -31,6 +102,8 @@ def main(argv=None):
         elif args.command == "workspace":
             from .workspace import make_workspace
             make_workspace(ROOT, args.out)
+        elif args.command == "grade":
+            return grade(args)
     except CourseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

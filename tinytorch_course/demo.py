@@ -55,7 +55,7 @@ def write_roster(path):
     return path
 
 
-def demo(root, rebuild=True, log=print):
+def demo(root, rebuild=True, jobs=None, log=print):
     """Build, collect the sample class's LMS zip, autograde, write feedback and grades, print them."""
     root = Path(root).resolve()
     if rebuild:
@@ -67,14 +67,14 @@ def demo(root, rebuild=True, log=print):
     for module_id in module_ids:
         write_lms_archive(root, module_id)
         grading.zip_collect(root, module_id)
-        grading.autograde(root, module_id, students)
-        grading.generate_feedback(root, module_id, students)
-        log(f"graded {module_id} for {len(students)} learners")
+    grading.autograde(root, module_ids, students, jobs=jobs, log=log)
     grades_csv = grading.export_grades(root, artifacts / "grades.csv")
     log("")
     for student_id, (name, hands_in) in SAMPLE_CLASS.items():
         log(f"  {student_id:13} {name} hands in {hands_in}")
     log("")
     log(grading.format_scores(grading.scores(root), module_ids))
+    log("")
+    log(grading.summary(root))
     log(f"\nfeedback: {root / 'feedback'}/<student>/<module>/<module>.html")
     log(f"grades:   {grades_csv}")

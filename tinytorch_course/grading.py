@@ -1,10 +1,12 @@
 """The instructor's grading steps, each a thin wrapper over nbgrader's own commands and API."""
 import csv
+from pathlib import Path
+import re
+import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-from .nbgrader_api import CourseError, api, check, install_grader_kernel
+from .nbgrader_api import CourseError, api, check, load_config
 
 
 def nbgrader_command(root, *args):
@@ -29,18 +31,58 @@ def import_roster(root, roster_csv):
     return students
 
 
-def zip_collect(root, module_id):
-    """`nbgrader zip_collect`: LMS archives in downloaded/NN/archive -> submitted/<student>/NN/."""
+def zip_collect(root, module_id, archives=()):
+    """`nbgrader zip_collect`: LMS archives in downloaded/NN/archive -> submitted/<student>/NN/.
+
+    `archives` are first copied into downloaded/NN/archive/. Returns the extracted files whose
+    names do not follow `<student-id>_NN_name.ipynb` (so they were not collected).
+    """
+    archive_dir = Path(root) / "downloaded" / module_id / "archive"
+    archive_dir.mkdir(parents=True, exist_ok=True)
+    for archive in archives:
+        shutil.copy(archive, archive_dir / Path(archive).name)
     nbgrader_command(root, "zip_collect", module_id, "--force")
+    pattern = re.compile(load_config(root).FileNameCollectorPlugin.named_regexp)
+    extracted = Path(root) / "downloaded" / module_id / "extracted"
+    return sorted(str(p.relative_to(extracted)) for p in extracted.rglob("*")
+                  if p.is_file() and not pattern.match(str(p)))
 
 
-def autograde(root, module_id, student_ids):
-    """Autograde each student's submission of `module_id` against the hidden tests."""
-    install_grader_kernel()
-    grader = api(root)
-    for student_id in student_ids:
-        check(grader.autograde(module_id, student_id, force=True, create=True),
-              f"autograde {module_id} for {student_id}")
+def collect_folder(root, module_id, folder):
+    """Copy `folder/<student-id>/` (or `folder/<student-id>/NN_name/`) to submitted/<student>/NN/.
+
+    Everything in a learner's folder is copied, so a wrong file name or a missing notebook shows
+    up, with its reason, when the submission is graded. Returns the student ids.
+    """
+    students = []
+    for learner in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
+        source = learner / module_id if (learner / module_id).is_dir() else learner
+        target = Path(root) / "submitted" / learner.name / module_id
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(source, target, symlinks=True)
+        students.append(learner.name)
+    return students
+
+
+def collect_exchange(root, module_id):
+    """`nbgrader collect`: submissions from nbgrader's exchange (needs `c.Exchange.root`)."""
+    if "root" not in load_config(root).get("Exchange", {}):
+        raise CourseError("nbgrader's exchange is not configured: set c.Exchange.root in "
+                          "nbgrader_config.py (or collect with --zip or --folder)")
+    check(api(root).collect(module_id, update=True), f"collect {module_id} from the exchange")
+
+
+def autograde(root, module_ids=None, student_ids=None, jobs=None, **options):
+    """Autograde (and write feedback for) the given modules x students, in parallel, sandboxed.
+
+    See `autograder.autograde_class`; returns `{module: {student: outcome}}`.
+    """
+    from .autograder import autograde_class
+
+    if isinstance(module_ids, str):
+        module_ids = [module_ids]
+    return autograde_class(root, module_ids, student_ids, jobs=jobs, **options)
 
 
 def generate_feedback(root, module_id, student_ids):
@@ -53,10 +95,55 @@ def generate_feedback(root, module_id, student_ids):
 
 
 def export_grades(root, csv_path):
-    """`nbgrader export`: one row per student and module, written to `csv_path`."""
+    """`nbgrader export` to `csv_path`, plus each row's grading `status` and `reasons`.
+
+    status is graded, review (scored but flagged for a person to look at), failed (not scored) or
+    missing (nothing submitted); reasons says why.
+    """
+    from .autograder import read_status
+
     Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
     nbgrader_command(root, "export", f"--to={Path(csv_path).resolve()}")
+    status = read_status(root)
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    fields = (list(rows[0]) if rows else ["assignment", "student_id"]) + ["status", "reasons"]
+    for row in rows:
+        entry = status.get(row["assignment"], {}).get(row["student_id"])
+        row["status"] = entry["status"] if entry else "not graded"
+        row["reasons"] = "; ".join(entry["reasons"] + entry["notes"]) if entry else ""
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
     return csv_path
+
+
+def summary(root):
+    """Per module: learners, submitted, graded, mean score, then every failure and review with
+    its reason (from the last grading of each submission)."""
+    from .autograder import read_status
+
+    status = read_status(root)
+    lines = []
+    for module_id in sorted(status):
+        entries = status[module_id]
+        graded = {s: e for s, e in entries.items() if e["status"] in ("graded", "review")}
+        submitted = [s for s, e in entries.items() if e["status"] != "missing"]
+        scores = [e["score"] for e in graded.values() if e["score"] is not None]
+        maximum = next((e["max_score"] for e in graded.values() if e["max_score"]), None)
+        mean = f"{sum(scores) / len(scores):.1f}/{maximum:g}" if scores and maximum else "-"
+        lines.append(f"{module_id}: {len(entries)} learners, {len(submitted)} submitted, "
+                     f"{len(graded)} graded, mean {mean}")
+        for label, wanted in [("FAILED", "failed"), ("REVIEW", "review"), ("missing", "missing")]:
+            for student, entry in sorted(entries.items()):
+                if entry["status"] == wanted:
+                    score = f" ({entry['score']:g}/{entry['max_score']:g})" if entry["score"] is not None else ""
+                    lines.append(f"  {label} {student}{score}: " + "; ".join(entry["reasons"]))
+        for student, entry in sorted(entries.items()):
+            for note in entry["notes"]:
+                lines.append(f"  note {student}: {note}")
+    return "\n".join(lines) if lines else "nothing graded yet"
 
 
 def scores(root):
@@ -93,3 +180,14 @@ def format_scores(table, module_ids):
         rows.append(cells)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def formgrader(root, port=8899, token=None):
+    """JupyterLab on 127.0.0.1 in the course folder; nbgrader's formgrader is at /formgrader."""
+    import secrets
+
+    token = token or secrets.token_hex(16)
+    print(f"formgrader: http://127.0.0.1:{port}/formgrader?token={token}  (Ctrl-C stops it)")
+    subprocess.run([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
+                    f"--port={port}", f"--ServerApp.token={token}", "--allow-root",
+                    f"--ServerApp.root_dir={root}"], cwd=root, check=False)

@@ -22,31 +22,51 @@ def working_directory(path):
         os.chdir(previous)
 
 
-def install_grader_kernel():
-    """Install the isolated kernel that executes solutions and submissions.
+SANDBOX_KERNEL = "tinytorch-sandbox"
 
-    `python -I` puts neither the working directory nor PYTHONPATH on sys.path, so a
-    `tinytorch/` folder inside a submission cannot shadow the installed reference package.
-    """
-    spec_dir = Path(sys.prefix) / "share" / "jupyter" / "kernels" / GRADER_KERNEL
-    spec = {"argv": [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}",
+
+def _install_kernelspec(name, display_name, launcher):
+    spec_dir = Path(sys.prefix) / "share" / "jupyter" / "kernels" / name
+    spec = {"argv": [sys.executable, "-I", "-m", launcher, "-f", "{connection_file}",
                      "--IPKernelApp.log_level=ERROR"],
-            "display_name": "TinyTorch grader (isolated Python)", "language": "python"}
+            "display_name": display_name, "language": "python"}
     spec_dir.mkdir(parents=True, exist_ok=True)
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
 
 
-def api(root, **coursedir_overrides):
-    """An `NbGraderAPI` configured by `root/nbgrader_config.py` (plus CourseDirectory overrides)."""
+def install_grader_kernel():
+    """Install the isolated kernels: one that executes solutions, one for learners' submissions.
+
+    `python -I` puts neither the working directory nor PYTHONPATH on sys.path, so a
+    `tinytorch/` folder inside a submission cannot shadow the installed reference package.
+    The submissions' kernel (`sandbox_kernel`) adds resource limits, a guard against patching,
+    and, run as root, an unprivileged user of its own.
+    """
+    _install_kernelspec(GRADER_KERNEL, "TinyTorch grader (isolated Python)", "ipykernel_launcher")
+    _install_kernelspec(SANDBOX_KERNEL, "TinyTorch grader (sandboxed submission)",
+                        "tinytorch_course.sandbox_kernel")
+
+
+def load_config(root):
+    """The traitlets config of `root/nbgrader_config.py`."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+
+
+def api(root, config=None, **coursedir_overrides):
+    """An `NbGraderAPI` configured by `root/nbgrader_config.py`, then `config`, then
+    CourseDirectory overrides."""
     # nbgrader runs helper programs (alembic) by name: find them beside this Python.
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    loaded = load_config(root)
+    if config is not None:
+        loaded.merge(config)
+    config = loaded
     for key, value in coursedir_overrides.items():
         config.CourseDirectory[key] = value
     coursedir = CourseDirectory(config=config)

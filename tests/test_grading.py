@@ -1,0 +1,134 @@
+"""The instructor's route on a copy of the course: the sample class, regrading, summary, CSV,
+the collect routes and the formgrader."""
+import csv
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+
+import pytest
+
+from tinytorch_course import demo, grading, notebooks
+from tinytorch_course.nbgrader_api import CourseError
+
+from conftest import REPO
+
+MODULES = notebooks.module_ids(REPO)
+
+
+@pytest.fixture(scope="module")
+def sample_class(built_course, tmp_path_factory):
+    root = tmp_path_factory.mktemp("grading") / "course"
+    shutil.copytree(built_course, root)
+    demo.demo(root, rebuild=False, jobs=2, log=lambda message: None)
+    return root
+
+
+def test_sample_class_scores_full_zero_and_partial(sample_class):
+    table = grading.scores(sample_class)
+    for module_id in MODULES:
+        full, maximum = table["demo-full"][module_id]
+        assert maximum > 0 and full == maximum
+        assert table["demo-blank"][module_id] == (0, maximum)
+        assert 0 < table["demo-partial"][module_id][0] < maximum
+
+
+def test_summary_counts_every_module(sample_class):
+    text = grading.summary(sample_class)
+    for module_id in MODULES:
+        assert f"{module_id}: 3 learners, 3 submitted, 3 graded, mean " in text
+    assert "FAILED" not in text and "REVIEW" not in text
+
+
+def test_grades_csv_has_a_status_per_row(sample_class):
+    with open(sample_class / "artifacts" / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 3 * len(MODULES)
+    assert {row["status"] for row in rows} == {"graded"}
+
+
+def test_feedback_for_every_learner_without_hidden_tests(sample_class):
+    for module_id in MODULES:
+        for student in demo.SAMPLE_CLASS:
+            html = (sample_class / "feedback" / student / module_id / f"{module_id}.html").read_text()
+            assert "BEGIN HIDDEN TESTS" not in html
+
+
+def test_regrading_one_learner_leaves_the_others_alone(sample_class):
+    module_id = MODULES[0]
+    before = json.loads((sample_class / "grading-status.json").read_text())[module_id]
+    improved = notebooks.notebook_path(sample_class, "submitted/demo-partial", module_id)
+    shutil.copy(notebooks.notebook_path(sample_class, "solutions", module_id), improved)
+    outcome = grading.autograde(sample_class, [module_id], ["demo-partial"], jobs=1,
+                                log=lambda message: None)
+    assert list(outcome[module_id]) == ["demo-partial"]
+    table = grading.scores(sample_class)
+    assert table["demo-partial"][module_id][0] == table["demo-partial"][module_id][1]
+    after = json.loads((sample_class / "grading-status.json").read_text())[module_id]
+    assert after["demo-blank"] == before["demo-blank"] and after["demo-full"] == before["demo-full"]
+    assert after["demo-partial"]["graded_at"] >= before["demo-partial"]["graded_at"]
+
+
+def test_zip_collect_reports_badly_named_files(sample_class, tmp_path):
+    module_id = MODULES[0]
+    archive = tmp_path / "late.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("Untitled.ipynb", "{}")
+    assert any(name.endswith("Untitled.ipynb") for name in grading.zip_collect(sample_class, module_id, [archive]))
+
+
+def test_exchange_needs_configuring(sample_class):
+    with pytest.raises(CourseError, match="Exchange.root"):
+        grading.collect_exchange(sample_class, MODULES[0])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_formgrader_lists_the_submissions(sample_class):
+    port, token = free_port(), "test-token"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+         f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={sample_class}"],
+        cwd=sample_class, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/formgrader/api/submissions/{MODULES[0]}?token={token}"
+        for _ in range(60):
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    submissions = json.loads(response.read())
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the formgrader did not answer")
+        assert {s["student"] for s in submissions} >= set(demo.SAMPLE_CLASS)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.parametrize("module_id", MODULES[1:])
+def test_each_module_is_graded_against_the_reference_package(built_course, tmp_path, module_id):
+    """A learner who left every earlier module blank still gets full marks on this one."""
+    root = tmp_path / "course"
+    shutil.copytree(built_course, root)
+    hand_in = tmp_path / "hand-in" / "learner"
+    hand_in.mkdir(parents=True)
+    for earlier in MODULES[:MODULES.index(module_id) + 1]:
+        folder = "solutions" if earlier == module_id else "release"
+        shutil.copy(notebooks.notebook_path(root, folder, earlier), hand_in / f"{earlier}.ipynb")
+        grading.collect_folder(root, earlier, tmp_path / "hand-in")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,email\nlearner,L,L,\n")
+    grading.import_roster(root, roster)
+    outcome = grading.autograde(root, [module_id], ["learner"], jobs=1, feedback=False,
+                                log=lambda message: None)[module_id]["learner"]
+    assert outcome["status"] == "graded" and outcome["score"] == outcome["max_score"], outcome

@@ -1,0 +1,125 @@
+"""Runs inside the grading kernel: notices a submission that patches what the tests rely on.
+
+`install` (called by the sandbox kernel before any notebook cell runs) records every attribute of
+builtins, math, numpy (and np.testing, np.linalg, np.random), the reference `tinytorch` package
+and its classes, plus the code objects of their Python functions. After every cell it checks that
+each one is still the same object; the first change of each is recorded with the cell that made
+it, so patching and later restoring is caught too. It also checks that names bound to the test
+helpers (`tinytorch.testing`) or to these modules in the notebook keep their binding, and that
+`tinytorch` is the reference package. `report(nonce)` prints what it found on one line; the
+grader adds that call as a last cell and flags the submission if the line is missing.
+
+This stops a submission that fakes its results by patching numpy, builtins, the reference package
+or the test helpers. It lives in the same process as the submission, so code written to attack the
+grader itself is out of its reach; it fails closed (no report -> flagged for review).
+"""
+import builtins
+import importlib
+import json
+import math
+import pkgutil
+import sys
+import types
+
+# Names that IPython and ipykernel themselves swap in and out of builtins around each cell.
+_IPYTHON_BUILTINS = {"exit", "quit", "input", "get_ipython", "display", "_", "__", "___", "help",
+                     "copyright", "credits", "license", "__IPYTHON__"}
+
+
+def _modules():
+    import numpy
+    import numpy.linalg
+    import numpy.random
+    import numpy.testing
+    import tinytorch
+
+    found = [builtins, math, numpy, numpy.testing, numpy.linalg, numpy.random, tinytorch]
+    for info in pkgutil.iter_modules(tinytorch.__path__, "tinytorch."):
+        found.append(importlib.import_module(info.name))
+    return found
+
+
+class Guard:
+    def __init__(self, reference_prefix):
+        self.reference_prefix = reference_prefix
+        self.modules = _modules()
+        self.entries = []  # (label, namespace dict, name, object)
+        for module in self.modules:
+            for name, value in list(vars(module).items()):
+                if module is builtins and name in _IPYTHON_BUILTINS:
+                    continue
+                self.entries.append((module.__name__, vars(module), name, value))
+                if isinstance(value, type) and getattr(value, "__module__", "").startswith("tinytorch"):
+                    for attr, member in list(vars(value).items()):
+                        self.entries.append((f"{module.__name__}.{name}", vars(value), attr, member))
+        self.code = [(label, name, value, value.__code__, value.__defaults__, value.__kwdefaults__)
+                     for label, _, name, value in self.entries if isinstance(value, types.FunctionType)]
+        import tinytorch.testing
+
+        self.helpers = {name: value for name, value in vars(tinytorch.testing).items()
+                        if not name.startswith("_") and callable(value)}
+        self.protected_modules = {id(m): m for m in self.modules}
+        self.bound = {}  # notebook name -> the protected object it was bound to
+        self.findings = {}  # what changed -> the execution count of the cell that changed it
+        self._original = (json.dumps, sys.stdout.write, sys.stdout.flush)
+
+    def _note(self, what, cell):
+        self.findings.setdefault(what, cell)
+
+    def check(self, user_ns, cell):
+        for label, namespace, name, value in self.entries:
+            if namespace.get(name, value) is not value:
+                self._note(f"replaced {label}.{name}", cell)
+        for label, name, value, code, defaults, kwdefaults in self.code:
+            if (value.__code__ is not code or value.__defaults__ is not defaults
+                    or value.__kwdefaults__ is not kwdefaults):
+                self._note(f"changed the code of {label}.{name}", cell)
+        for name, value in list(user_ns.items()):
+            pristine = self.helpers.get(name)
+            if pristine is None and id(value) in self.protected_modules:
+                pristine = value
+            if pristine is not None and value is pristine:
+                self.bound[name] = pristine
+        for name, pristine in self.bound.items():
+            if user_ns.get(name, pristine) is not pristine:
+                self._note(f"redefined {name!r}, which the tests use", cell)
+        modules = sys.modules
+        for module in self.modules:
+            if modules.get(module.__name__) is not module:
+                self._note(f"replaced the module {module.__name__} in sys.modules", cell)
+        tinytorch = modules.get("tinytorch")
+        location = getattr(tinytorch, "__file__", "") or ""
+        if not location.startswith(self.reference_prefix):
+            self._note(f"imports tinytorch from {location!r}, not the reference package", cell)
+
+    def report(self, nonce):
+        dumps, write, flush = self._original
+        write(nonce + " " + dumps(sorted(self.findings.items(), key=lambda kv: str(kv[1]))) + "\n")
+        flush()
+
+
+_guard = None
+
+
+def install(shell, reference_prefix):
+    """Snapshot the pristine objects and check them after every cell of `shell` (an IPython shell)."""
+    global _guard
+    _guard = Guard(reference_prefix)
+
+    def after_cell(result):
+        _guard.check(shell.user_ns, result.execution_count)
+
+    shell.events.register("post_run_cell", after_cell)
+
+
+def report(nonce):
+    if _guard is None:
+        raise RuntimeError("the grading guard is not installed")
+    _guard.check(_shell_ns(), "end")
+    _guard.report(nonce)
+
+
+def _shell_ns():
+    from IPython import get_ipython
+
+    return get_ipython().user_ns
