@@ -6,7 +6,7 @@ __all__ = ['MaxMin', 'tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat'
            'broadcast_shapes', 'expand_layout', 'normalize_dims', 'reduced_shape', 'matmul_error', 'matmul_shape',
            'split_sizes', 'Tensor']
 
-# %% ../modules/02_strides/02_strides.ipynb #99dafa91
+# %% ../modules/02_strides/02_strides.ipynb #d80920e1
 import collections
 import math
 import numbers
@@ -17,7 +17,7 @@ import numpy as np
 from .tensor import as_dtype, bool_, contiguous_strides, int64, plot_layout, result_type, _size_arg
 from .tensor import Tensor as BaseTensor
 
-# %% ../modules/02_strides/02_strides.ipynb #58e60ed9
+# %% ../modules/02_strides/02_strides.ipynb #c78fc00e
 def is_contiguous_layout(shape, strides):
     """True if a tensor of `shape` and `strides` is laid out row-major with no gaps.
 
@@ -37,7 +37,7 @@ def is_contiguous_layout(shape, strides):
     return True
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #e4ebc1ae
+# %% ../modules/02_strides/02_strides.ipynb #c7b919cf
 def reference_copy(storage, shape, strides, offset):
     """A new 1-D numpy array (dtype of `storage`) with the tensor's elements in row-major order.
 
@@ -62,7 +62,7 @@ def reference_copy(storage, shape, strides, offset):
     ### END SOLUTION
     return out
 
-# %% ../modules/02_strides/02_strides.ipynb #66114f2b
+# %% ../modules/02_strides/02_strides.ipynb #af944d6c
 def wrap_dim(dim, ndim):
     """`dim` as an index in `range(ndim)` (negative counts from the end), like PyTorch.
 
@@ -76,7 +76,7 @@ def wrap_dim(dim, ndim):
                          f"but got {dim})")
     return int(dim) % size
 
-# %% ../modules/02_strides/02_strides.ipynb #9a033e55
+# %% ../modules/02_strides/02_strides.ipynb #e05aae5c
 def permute_layout(shape, strides, dims):
     """`(new_shape, new_strides)` of the view whose dimension k is the old dimension dims[k].
 
@@ -94,7 +94,7 @@ def permute_layout(shape, strides, dims):
     return tuple(shape[d] for d in dims), tuple(strides[d] for d in dims)
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #5da5e397
+# %% ../modules/02_strides/02_strides.ipynb #b150dbe8
 def slice_dim(size, stride, index):
     """`(new_size, new_stride, offset_change)` of one dimension indexed by the slice `index`.
 
@@ -110,7 +110,7 @@ def slice_dim(size, stride, index):
     return count, stride * step, start * stride
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #b7b825fe
+# %% ../modules/02_strides/02_strides.ipynb #1caa6b6d
 def basic_index_layout(shape, strides, offset, index):
     """`(shape, strides, offset)` of the view `t[index]`; `index` is a tuple of ints, slices,
     None and at most one Ellipsis. Raise IndexError for a bad index (see the text above)."""
@@ -150,7 +150,7 @@ def basic_index_layout(shape, strides, offset, index):
         ### END SOLUTION
     return tuple(new_shape) + tuple(shape[d:]), tuple(new_strides) + tuple(strides[d:]), int(offset)
 
-# %% ../modules/02_strides/02_strides.ipynb #cf19176e
+# %% ../modules/02_strides/02_strides.ipynb #99d72f26
 def view_strides(shape, strides, new_shape):
     """Strides that read the tensor's elements, in row-major order, with `new_shape`; or
     None if no such strides exist (then `view` must fail and `reshape` must copy).
@@ -187,19 +187,19 @@ def view_strides(shape, strides, new_shape):
     return tuple(result)
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #094e2289
+# %% ../modules/02_strides/02_strides.ipynb #c61df408
 def broadcast_shapes(*shapes):
     """The shape that all of `shapes` (tuples of ints) broadcast to, by PyTorch's rule.
 
     Align at the right, pad with 1s on the left; sizes must match or be 1 (a 1
     stretches). Raise ValueError naming both shapes and the clashing dimension.
     """
-    result = ()
+    so_far = ()
     for shape in shapes:
         shape = tuple(shape)
         ### BEGIN SOLUTION
-        ndim = max(len(result), len(shape))
-        a = (1,) * (ndim - len(result)) + result
+        ndim = max(len(so_far), len(shape))
+        a = (1,) * (ndim - len(so_far)) + so_far
         b = (1,) * (ndim - len(shape)) + shape
         combined = []
         for k, (x, y) in enumerate(zip(a, b)):
@@ -209,13 +209,13 @@ def broadcast_shapes(*shapes):
                 combined.append(y)
             else:
                 raise ValueError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                                 f"non-singleton dimension {k}: shapes {result} and {shape} "
+                                 f"non-singleton dimension {k}: shapes {so_far} and {shape} "
                                  "cannot be broadcast together")
-        result = tuple(combined)
+        so_far = tuple(combined)
         ### END SOLUTION
-    return result
+    return so_far
 
-# %% ../modules/02_strides/02_strides.ipynb #8e5ddc87
+# %% ../modules/02_strides/02_strides.ipynb #b9ef7773
 def expand_layout(shape, strides, new_shape):
     """`(shape, strides)` of the tensor broadcast to `new_shape` (-1 keeps a size), as a view.
 
@@ -251,7 +251,7 @@ def expand_layout(shape, strides, new_shape):
         ### END SOLUTION
     return tuple(out_shape), tuple(out_strides)
 
-# %% ../modules/02_strides/02_strides.ipynb #17db2066
+# %% ../modules/02_strides/02_strides.ipynb #480a1fe1
 def normalize_dims(dim, ndim):
     """The dimensions a reduction over `dim` (None, an int, or a tuple/list of ints) covers,
     as a sorted tuple of non-negative ints; () for a 0-d tensor. ValueError for repeats."""
@@ -277,7 +277,7 @@ def reduced_shape(shape, dims, keepdim):
     return tuple(n for k, n in enumerate(shape) if k not in dims)
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #b290a3a7
+# %% ../modules/02_strides/02_strides.ipynb #c389cf1b
 def matmul_error(a_shape, b_shape):
     """PyTorch's message for operands of `matmul` whose inner sizes do not agree."""
     a, b = tuple(a_shape), tuple(b_shape)
@@ -293,7 +293,7 @@ def matmul_error(a_shape, b_shape):
     return (f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {a[-1]}] "
             f"but got: [{batch}, {b[-2]}].")
 
-# %% ../modules/02_strides/02_strides.ipynb #2c0eeefb
+# %% ../modules/02_strides/02_strides.ipynb #882f7e4c
 def matmul_shape(a_shape, b_shape):
     """The shape of `a @ b` for operands of shapes `a_shape` and `b_shape` (PyTorch's rules).
 
@@ -314,7 +314,7 @@ def matmul_shape(a_shape, b_shape):
     return batch + (a2[-2],) * (len(a) > 1) + (b2[-1],) * (len(b) > 1)
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #d695e0b9
+# %% ../modules/02_strides/02_strides.ipynb #02857066
 def _infer_size(shape, numel):
     """`shape` (a tuple of ints, at most one -1) with the -1 resolved for `numel` elements."""
     if sum(1 for n in shape if n == -1) > 1:
@@ -694,9 +694,8 @@ class Tensor(BaseTensor):
         """A copy with `value` wherever the bool `mask` (broadcast) is True."""
         if mask.dtype is not bool_:
             raise TypeError(f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}")
-        if isinstance(value, BaseTensor):
-            value = value.item()
-        return type(self).where(mask, type(self).tensor(value, dtype=self.dtype), self)
+        fill = value.item() if isinstance(value, BaseTensor) else value
+        return type(self).where(mask, type(self).tensor(fill, dtype=self.dtype), self)
 
     def _triangle(self, keep_lower, diagonal):
         if self.ndim < 2:
