@@ -49,11 +49,17 @@ def _check_release(notebook_file):
             raise CourseError(f"{notebook_file} still contains {marker!r}")
 
 
-def _check_solution(notebook_file):
-    errors = notebooks.error_outputs(notebooks.read(notebook_file))
+def _finish_solution(notebook_file):
+    """Fail if the executed solution raised; merge split stream outputs so rebuilds are stable."""
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
+    notebook = notebooks.read(notebook_file)
+    errors = notebooks.error_outputs(notebook)
     if errors:
         lines = [f"  cell {i} ({gid or 'no grade id'}): {message}" for i, gid, message in errors]
         raise CourseError(f"executing the solution {notebook_file} raised:\n" + "\n".join(lines))
+    notebook, _ = CoalesceStreamsPreprocessor(enabled=True).preprocess(notebook, {})
+    notebooks.write(notebook, notebook_file)
 
 
 def generate(root, staging):
@@ -73,7 +79,7 @@ def generate(root, staging):
         solution = notebooks.notebook_path(staging, "solutions", module_id)
         if not solution.is_file():
             raise CourseError(f"generate_solution {module_id} wrote no {solution}")
-        _check_solution(solution)
+        _finish_solution(solution)
 
 
 def _replace(root, staging, name):
