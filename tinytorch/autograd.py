@@ -6,7 +6,7 @@ __all__ = ['tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'is_grad_enable
            'as_array', 'Tensor', 'Add', 'Sub', 'Neg', 'Clone', 'To', 'Fill', 'Pow', 'Sqrt', 'Abs', 'Index', 'SetItem',
            'Mul', 'Div', 'Exp', 'Log', 'grad', 'gradcheck', 'graph_text', 'plot_graph']
 
-# %% ../modules/03_autograd/03_autograd.ipynb #b4fe71ad
+# %% ../modules/03_autograd/03_autograd.ipynb #80c6a505
 import contextlib
 import math
 import numbers
@@ -16,7 +16,7 @@ import numpy as np
 
 from .tensor import DTYPES, Tensor as BaseTensor, contiguous_strides, zeros_like, ones_like, full_like, randn_like
 
-# %% ../modules/03_autograd/03_autograd.ipynb #56f1408b
+# %% ../modules/03_autograd/03_autograd.ipynb #c71f3651
 class _GradMode:
     enabled = True  # the one switch that `Function.apply` reads
 
@@ -55,7 +55,7 @@ class enable_grad(set_grad_enabled):
     def __init__(self):
         super().__init__(True)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #8ee87edf
+# %% ../modules/03_autograd/03_autograd.ipynb #8d6923b6
 class Context:
     """One recorded operation: what its `backward` needs, and its place in the graph (a `grad_fn`).
 
@@ -63,11 +63,11 @@ class Context:
     `Function.apply` when the op is recorded); `needs_input_grad` one bool per input.
     """
 
-    __slots__ = ("function", "inputs", "needs_input_grad", "saved", "versions", "retained", "__dict__")
+    inputs = needs_input_grad = saved = versions = ()  # class-level defaults: cheap to create
+    retained = None
 
     def __init__(self, function):
-        self.function, self.inputs, self.needs_input_grad = function, (), ()
-        self.saved, self.versions, self.retained = (), (), None
+        self.function = function
 
     def name(self):
         return self.function.__name__ + "Backward"
@@ -88,7 +88,7 @@ class Context:
         """Keep `tensors` (and, for each Tensor among them, its current `_version`) for backward."""
         ### BEGIN SOLUTION
         self.saved = tensors
-        self.versions = tuple(t._version if isinstance(t, BaseTensor) else None for t in tensors)
+        self.versions = tuple([t._version if isinstance(t, Tensor) else None for t in tensors])
         ### END SOLUTION
 
     @property
@@ -109,7 +109,7 @@ class Context:
         return self.saved
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #eef18ba3
+# %% ../modules/03_autograd/03_autograd.ipynb #4efd248c
 class Function:
     """A differentiable operation: subclasses define `forward(ctx, ...)` and `backward(ctx, grad)`."""
 
@@ -130,7 +130,7 @@ class Function:
         ctx = Context(cls)
         if not _GradMode.enabled:
             return cls.forward(ctx, *args)
-        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in args])
         _GradMode.enabled = False
         try:
             out = cls.forward(ctx, *args)
@@ -147,7 +147,7 @@ class Function:
         return out
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #9e3e5849
+# %% ../modules/03_autograd/03_autograd.ipynb #af74ee37
 def unbroadcast(grad, shape):
     """Sum the numpy array `grad` down to `shape`, undoing broadcasting. Returns an array of `shape`."""
     shape = tuple(shape)
@@ -166,7 +166,7 @@ def unbroadcast(grad, shape):
     return grad.sum(axis=tuple(axes), keepdims=True).reshape(shape)
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #e22e39b6
+# %% ../modules/03_autograd/03_autograd.ipynb #cd268317
 def topological_order(root):
     """Every node reachable from the node `root`, root first, each before the nodes of its inputs."""
     ### BEGIN SOLUTION
@@ -187,7 +187,7 @@ def topological_order(root):
     return order
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #a25e1bb5
+# %% ../modules/03_autograd/03_autograd.ipynb #8a84e804
 def fit_gradient(grad, t):
     """`grad` (a numpy array) summed to `t`'s shape (`unbroadcast`) and cast to `t`'s dtype."""
     if type(grad) is not np.ndarray:
@@ -214,7 +214,7 @@ def _deliver(t, grad, capture):
         previous = capture[id(t)]
         capture[id(t)] = grad if previous is None else previous + grad
 
-# %% ../modules/03_autograd/03_autograd.ipynb #157fa350
+# %% ../modules/03_autograd/03_autograd.ipynb #90208ee0
 def run_backward(root, grad, retain_graph=False, capture=None):
     """Propagate `grad` (d result / d root) from `root` back to the leaves (see the text)."""
     ### BEGIN SOLUTION
@@ -237,10 +237,11 @@ def run_backward(root, grad, retain_graph=False, capture=None):
             if len(input_grads) != len(node.inputs):
                 raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
                                    f"{len(node.inputs)} inputs")
-            for t, gi in zip(node.inputs, input_grads):
-                if gi is None or not isinstance(t, Tensor) or not t.requires_grad:
+            for t, needed, gi in zip(node.inputs, node.needs_input_grad, input_grads):
+                if not needed or gi is None:
                     continue
-                gi = fit_gradient(gi, t)
+                if type(gi) is not np.ndarray or gi.shape != t.shape or gi.dtype != t.storage.dtype:
+                    gi = fit_gradient(gi, t)
                 if t.grad_fn is None:
                     _deliver(t, gi, capture)
                 else:
@@ -250,7 +251,7 @@ def run_backward(root, grad, retain_graph=False, capture=None):
             node.free()
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #2c4b09ea
+# %% ../modules/03_autograd/03_autograd.ipynb #44c9cd20
 _FAST_DTYPES = frozenset(d.numpy_dtype for d in DTYPES)
 _STRIDES = {}  # shape -> contiguous strides, so that wrapping a result computes them once per shape
 
@@ -501,7 +502,7 @@ def _view_of(out, base):
 tensor, zeros, ones, full, arange, randn = (
     Tensor.tensor, Tensor.zeros, Tensor.ones, Tensor.full, Tensor.arange, Tensor.randn)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #01073ea5
+# %% ../modules/03_autograd/03_autograd.ipynb #4ffd3062
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -641,7 +642,7 @@ def _numpy_index(index):
         return tuple(as_array(i) for i in index)
     return as_array(index)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #e087407d
+# %% ../modules/03_autograd/03_autograd.ipynb #08b90a30
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -652,7 +653,9 @@ class Mul(Function):
     def backward(ctx, grad):
         ### BEGIN SOLUTION
         a, b = ctx.saved_tensors
-        return grad * as_array(b), grad * as_array(a)
+        grad_a = grad * as_array(b) if ctx.needs_input_grad[0] else None
+        grad_b = grad * as_array(a) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
         ### END SOLUTION
 
 
@@ -669,7 +672,7 @@ class Div(Function):
         return grad / b, -grad * a / (b * b)
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #299419b2
+# %% ../modules/03_autograd/03_autograd.ipynb #75198cc8
 class Exp(Function):
     @staticmethod
     def forward(ctx, x):
@@ -702,7 +705,7 @@ class Log(Function):
         return grad / x.numpy()
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #3696812a
+# %% ../modules/03_autograd/03_autograd.ipynb #cd0771fc
 def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
     """Gradients of `outputs` (a tensor or a sequence) w.r.t. `inputs`, as a tuple of tensors."""
     outputs = [outputs] if isinstance(outputs, BaseTensor) else list(outputs)
@@ -735,7 +738,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
         results.append(None if g is None else Tensor._from_array(np.array(g, dtype=t.storage.dtype)))
     return tuple(results)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #95fed559
+# %% ../modules/03_autograd/03_autograd.ipynb #4552a262
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     """Compare autograd's gradients of `fn(*inputs)` with central differences, element by element."""
     inputs = tuple(inputs)
@@ -770,7 +773,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     return True
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #7c5011e4
+# %% ../modules/03_autograd/03_autograd.ipynb #34bc3ac2
 def _graph_edges(t):
     """`(items, edges)`: the nodes and leaves of `t`'s graph (root first) and (user, input) pairs."""
     root = t.grad_fn or t
