@@ -7,13 +7,13 @@ __all__ = ['bool_', 'int32', 'int64', 'float32', 'float64', 'DTYPES', 'DEFAULT_F
            'result_type', 'Generator', 'manual_seed', 'Tensor', 'zeros_like', 'ones_like', 'full_like', 'randn_like',
            'plot_layout']
 
-# %% ../modules/01_tensor/01_tensor.ipynb #a92d36d5
+# %% ../modules/01_tensor/01_tensor.ipynb #188e5289
 import math
 import numbers
 
 import numpy as np
 
-# %% ../modules/01_tensor/01_tensor.ipynb #0bbb5c30
+# %% ../modules/01_tensor/01_tensor.ipynb #befdabfa
 class DType:
     """An element type: its name, the numpy dtype that stores it, and its promotion category."""
 
@@ -68,7 +68,7 @@ def promote_types(a, b):
     a, b = as_dtype(a), as_dtype(b)
     return as_dtype(np.promote_types(a.numpy_dtype, b.numpy_dtype))
 
-# %% ../modules/01_tensor/01_tensor.ipynb #cef84b13
+# %% ../modules/01_tensor/01_tensor.ipynb #0ec18495
 def contiguous_strides(shape):
     """Row-major strides, in elements, of a contiguous tensor of `shape` (a tuple of ints).
 
@@ -86,7 +86,7 @@ def contiguous_strides(shape):
     return tuple(reversed(strides))
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #3886542a
+# %% ../modules/01_tensor/01_tensor.ipynb #e970523d
 def storage_index(index, shape, strides, offset):
     """Storage position of element `index` (a tuple of ints, one per dimension).
 
@@ -107,7 +107,7 @@ def storage_index(index, shape, strides, offset):
     return position
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #5b38211c
+# %% ../modules/01_tensor/01_tensor.ipynb #f8d3ba14
 def strided_view(storage, shape, strides, offset):
     """A numpy array that reads `storage` (a 1-D numpy array) through shape/strides/offset.
 
@@ -119,7 +119,7 @@ def strided_view(storage, shape, strides, offset):
                       strides=tuple(s * itemsize for s in strides))
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #18c327d7
+# %% ../modules/01_tensor/01_tensor.ipynb #f30e948d
 def flatten_nested(data):
     """Return `(shape, values)` for a number or nested lists/tuples of numbers.
 
@@ -144,7 +144,7 @@ def flatten_nested(data):
     return (len(data),) + first_shape, values
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #09679806
+# %% ../modules/01_tensor/01_tensor.ipynb #898967cb
 def operand_priority(operand):
     """2 for a tensor with dimensions, 1 for a 0-d tensor, 0 for a Python number."""
     if isinstance(operand, Tensor):
@@ -164,7 +164,7 @@ def operand_dtype(operand):
         return DEFAULT_FLOAT
     raise TypeError(f"unsupported operand {operand!r} of type {type(operand).__name__}")
 
-# %% ../modules/01_tensor/01_tensor.ipynb #a2c9bd51
+# %% ../modules/01_tensor/01_tensor.ipynb #67c7c86d
 def result_type(*operands):
     """The dtype PyTorch gives an operation on `operands` (tensors and Python numbers)."""
     ### BEGIN SOLUTION
@@ -179,7 +179,7 @@ def result_type(*operands):
     return result
     ### END SOLUTION
 
-# %% ../modules/01_tensor/01_tensor.ipynb #0059712b
+# %% ../modules/01_tensor/01_tensor.ipynb #57396383
 class Generator:
     """A seedable source of random numbers (like `torch.Generator`)."""
 
@@ -210,7 +210,7 @@ def _size_arg(size):
         raise TypeError(f"sizes must be ints, got {size!r}")
     return tuple(int(n) for n in size)
 
-# %% ../modules/01_tensor/01_tensor.ipynb #79864431
+# %% ../modules/01_tensor/01_tensor.ipynb #ecd2fcbf
 class Tensor:
     """An n-d array: a flat numpy `storage` read through `shape`, `strides` and `offset`."""
 
@@ -387,10 +387,12 @@ class Tensor:
 
     # ----- Exercise 8: elementwise operations -------------------------------------------------
     def _match_shapes(self, other):
-        """Raise ValueError unless `other` fits: a number, a 0-d tensor, or a tensor of equal shape."""
+        """The operands `(self, other)` to compute with; ValueError unless `other` fits here:
+        a number, a 0-d tensor, or a tensor of equal shape (module 02 broadcasts them instead)."""
         if isinstance(other, Tensor) and other.shape != self.shape and other.shape and self.shape:
             raise ValueError(f"shapes {self.shape} and {other.shape} differ; elementwise ops need "
                              "equal shapes (broadcasting arrives in module 02)")
+        return self, other
 
     def _binary(self, other, op, reverse=False):
         """`op(self, other)` (or `op(other, self)` if `reverse`) as a new tensor."""
@@ -400,12 +402,12 @@ class Tensor:
         dtype = result_type(self, other)
         if op is np.divide and not dtype.is_floating_point:
             dtype = DEFAULT_FLOAT
-        self._match_shapes(other)
-        a = self.numpy().astype(dtype.numpy_dtype, copy=False)
-        if isinstance(other, Tensor):
-            b = other.numpy().astype(dtype.numpy_dtype, copy=False)
+        a, b = self._match_shapes(other)
+        a = a.numpy().astype(dtype.numpy_dtype, copy=False)
+        if isinstance(b, Tensor):
+            b = b.numpy().astype(dtype.numpy_dtype, copy=False)
         else:
-            b = dtype.numpy_dtype.type(other)
+            b = dtype.numpy_dtype.type(b)
         if reverse:
             a, b = b, a
         return self._from_array(op(a, b))
@@ -417,8 +419,8 @@ class Tensor:
     def __rsub__(self, other): return self._binary(other, np.subtract, reverse=True)
     def __mul__(self, other): return self._binary(other, np.multiply)
     def __rmul__(self, other): return self._binary(other, np.multiply, reverse=True)
-    def __truediv__(self, other): return self._binary(other, np.divide)
-    def __rtruediv__(self, other): return self._binary(other, np.divide, reverse=True)
+    def __truediv__(self, other): return self._quiet_binary(other, np.divide)
+    def __rtruediv__(self, other): return self._quiet_binary(other, np.divide, reverse=True)
     def __eq__(self, other): return self._binary(other, np.equal)
     def __ne__(self, other): return self._binary(other, np.not_equal)
     def __lt__(self, other): return self._binary(other, np.less)
@@ -432,17 +434,22 @@ class Tensor:
             raise ValueError("integers to negative integer powers are not allowed")
         if isinstance(exponent, numbers.Integral) and exponent in (2, 3):
             return self * self if exponent == 2 else self * self * self  # much faster than np.power
-        return self._binary(exponent, np.power)
+        return self._quiet_binary(exponent, np.power)
 
     def __rpow__(self, base):
-        return self._binary(base, np.power, reverse=True)
+        return self._quiet_binary(base, np.power, reverse=True)
+
+    def _quiet_binary(self, other, op, reverse=False):
+        """`_binary` where 1/0 gives inf and 0/0 nan quietly, as in PyTorch (no numpy warning)."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return self._binary(other, op, reverse)
 
     def _unary(self, op, float_result=False):
         """`op` applied to every element; `float_result` promotes bool/int inputs to float32."""
         a = self.numpy()
         if float_result and not self.dtype.is_floating_point:
             a = a.astype(DEFAULT_FLOAT.numpy_dtype)
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             return self._from_array(op(a))
 
     def __neg__(self):
@@ -502,7 +509,7 @@ def full_like(t, fill_value, dtype=None): return type(t).full(t.shape, fill_valu
 def randn_like(t, generator=None, dtype=None):
     return type(t).randn(t.shape, generator=generator, dtype=dtype or t.dtype)
 
-# %% ../modules/01_tensor/01_tensor.ipynb #4f3d1b49
+# %% ../modules/01_tensor/01_tensor.ipynb #168b56d1
 def plot_layout(t, title=None, ax=None):
     """Draw `t` (0-d, 1-d or 2-d) above its storage, linking each element to its position."""
     import matplotlib.pyplot as plt
