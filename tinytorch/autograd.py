@@ -8,7 +8,7 @@ __all__ = ['tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat', 'stack',
            'ExtremeDim', 'Maximum', 'Minimum', 'Cat', 'Where', 'Triangle', 'Mul', 'Div', 'Exp', 'Log', 'grad',
            'gradcheck', 'Sum', 'Mean', 'Permute', 'Expand', 'MatMul', 'Index', 'graph_text', 'plot_graph']
 
-# %% ../modules/03_autograd/03_autograd.ipynb #14c7627d
+# %% ../modules/03_autograd/03_autograd.ipynb #ee1ebbd0
 import contextlib
 import math
 import numbers
@@ -19,7 +19,7 @@ import numpy as np
 from .tensor import DTYPES, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
 
-# %% ../modules/03_autograd/03_autograd.ipynb #c4d9def0
+# %% ../modules/03_autograd/03_autograd.ipynb #1cbc768d
 class _GradMode:
     enabled = True  # the one switch that `Function.apply` reads
 
@@ -58,7 +58,7 @@ class enable_grad(set_grad_enabled):
     def __init__(self):
         super().__init__(True)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #b6fa7354
+# %% ../modules/03_autograd/03_autograd.ipynb #0df1cfc6
 class Context:
     """One recorded operation: what its `backward` needs, and its place in the graph (a `grad_fn`).
 
@@ -112,7 +112,7 @@ class Context:
         return self.saved
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #43dcf23c
+# %% ../modules/03_autograd/03_autograd.ipynb #1210b751
 class Function:
     """A differentiable operation: subclasses define `forward(ctx, ...)` and `backward(ctx, grad)`."""
 
@@ -150,7 +150,7 @@ class Function:
         return out
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #0a6f028c
+# %% ../modules/03_autograd/03_autograd.ipynb #a728ef62
 def unbroadcast(grad, shape):
     """Sum the numpy array `grad` down to `shape`, undoing broadcasting. Returns an array of `shape`."""
     shape = tuple(shape)
@@ -169,7 +169,7 @@ def unbroadcast(grad, shape):
     return grad.sum(axis=tuple(axes), keepdims=True).reshape(shape)
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #51786e19
+# %% ../modules/03_autograd/03_autograd.ipynb #fc2a3032
 def topological_order(root):
     """Every node reachable from the node `root`, root first, each before the nodes of its inputs."""
     ### BEGIN SOLUTION
@@ -190,7 +190,7 @@ def topological_order(root):
     return order
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #fc9557ec
+# %% ../modules/03_autograd/03_autograd.ipynb #0aaab2e1
 def fit_gradient(grad, t):
     """`grad` (a numpy array) summed to `t`'s shape (`unbroadcast`) and cast to `t`'s dtype."""
     if type(grad) is not np.ndarray:
@@ -217,7 +217,7 @@ def _deliver(t, grad, capture):
         previous = capture[id(t)]
         capture[id(t)] = grad if previous is None else previous + grad
 
-# %% ../modules/03_autograd/03_autograd.ipynb #ed0ed325
+# %% ../modules/03_autograd/03_autograd.ipynb #e646df5b
 def run_backward(root, grad, retain_graph=False, capture=None):
     """Propagate `grad` (d result / d root) from `root` back to the leaves (see the text)."""
     ### BEGIN SOLUTION
@@ -254,7 +254,7 @@ def run_backward(root, grad, retain_graph=False, capture=None):
             node.free()
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #c9415160
+# %% ../modules/03_autograd/03_autograd.ipynb #f1507fc7
 _FAST_DTYPES = frozenset(d.numpy_dtype for d in DTYPES)
 _STRIDES = {}  # shape -> contiguous strides, so that wrapping a result computes them once per shape
 
@@ -558,7 +558,7 @@ def _parent(name):
     """The parent class's (module 02's) classmethod `name`, making instances of our Tensor."""
     return getattr(BaseTensor, name).__func__.__get__(Tensor)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #453302e0
+# %% ../modules/03_autograd/03_autograd.ipynb #ed37666a
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -847,7 +847,7 @@ class Triangle(Function):
         which, diagonal = ctx.inputs[1:]
         return getattr(BaseTensor, which)(Tensor._from_array(grad), diagonal).numpy(), None, None
 
-# %% ../modules/03_autograd/03_autograd.ipynb #fa280f30
+# %% ../modules/03_autograd/03_autograd.ipynb #e9457b17
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -877,7 +877,7 @@ class Div(Function):
         return grad / b, -grad * a / (b * b)
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #a99614d4
+# %% ../modules/03_autograd/03_autograd.ipynb #9ac66792
 class Exp(Function):
     @staticmethod
     def forward(ctx, x):
@@ -910,7 +910,7 @@ class Log(Function):
         return grad / x.numpy()
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #f313189f
+# %% ../modules/03_autograd/03_autograd.ipynb #e1e8115c
 def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
     """Gradients of `outputs` (a tensor or a sequence) w.r.t. `inputs`, as a tuple of tensors."""
     outputs = [outputs] if isinstance(outputs, BaseTensor) else list(outputs)
@@ -943,7 +943,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
         results.append(None if g is None else Tensor._from_array(np.array(g, dtype=t.storage.dtype)))
     return tuple(results)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #7432dd11
+# %% ../modules/03_autograd/03_autograd.ipynb #aa42365e
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     """Compare autograd's gradients of `fn(*inputs)` with central differences, element by element."""
     inputs = tuple(inputs)
@@ -978,7 +978,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     return True
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #ccea8482
+# %% ../modules/03_autograd/03_autograd.ipynb #c99ea4d3
 class Sum(Function):
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
@@ -1011,7 +1011,7 @@ class Mean(Function):
         return np.broadcast_to(g, ctx.shape), None, None
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #05396454
+# %% ../modules/03_autograd/03_autograd.ipynb #15ee0ac7
 class Permute(Function):
     @staticmethod
     def forward(ctx, x, dims):
@@ -1039,7 +1039,7 @@ class Expand(Function):
         return unbroadcast(grad, ctx.shape), None
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #125368ea
+# %% ../modules/03_autograd/03_autograd.ipynb #a402647a
 class MatMul(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -1059,7 +1059,7 @@ class MatMul(Function):
         return grad_a, grad_b
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #942165c0
+# %% ../modules/03_autograd/03_autograd.ipynb #f078fac5
 class Index(Function):
     @staticmethod
     def forward(ctx, x, index):
@@ -1076,7 +1076,7 @@ class Index(Function):
         return out, None
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #c48292c0
+# %% ../modules/03_autograd/03_autograd.ipynb #36560398
 def _graph_edges(t):
     """`(items, edges)`: the nodes and leaves of `t`'s graph (root first) and (user, input) pairs."""
     root = t.grad_fn or t
