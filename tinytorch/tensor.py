@@ -387,10 +387,12 @@ class Tensor:
 
     # ----- Exercise 8: elementwise operations -------------------------------------------------
     def _match_shapes(self, other):
-        """Raise ValueError unless `other` fits: a number, a 0-d tensor, or a tensor of equal shape."""
+        """The operands `(self, other)` to compute with; ValueError unless `other` fits here:
+        a number, a 0-d tensor, or a tensor of equal shape (module 02 broadcasts them instead)."""
         if isinstance(other, Tensor) and other.shape != self.shape and other.shape and self.shape:
             raise ValueError(f"shapes {self.shape} and {other.shape} differ; elementwise ops need "
                              "equal shapes (broadcasting arrives in module 02)")
+        return self, other
 
     def _binary(self, other, op, reverse=False):
         """`op(self, other)` (or `op(other, self)` if `reverse`) as a new tensor."""
@@ -400,12 +402,12 @@ class Tensor:
         dtype = result_type(self, other)
         if op is np.divide and not dtype.is_floating_point:
             dtype = DEFAULT_FLOAT
-        self._match_shapes(other)
-        a = self.numpy().astype(dtype.numpy_dtype, copy=False)
-        if isinstance(other, Tensor):
-            b = other.numpy().astype(dtype.numpy_dtype, copy=False)
+        a, b = self._match_shapes(other)
+        a = a.numpy().astype(dtype.numpy_dtype, copy=False)
+        if isinstance(b, Tensor):
+            b = b.numpy().astype(dtype.numpy_dtype, copy=False)
         else:
-            b = dtype.numpy_dtype.type(other)
+            b = dtype.numpy_dtype.type(b)
         if reverse:
             a, b = b, a
         return self._from_array(op(a, b))
