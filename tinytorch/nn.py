@@ -10,7 +10,7 @@ __all__ = ['LoadResult', 'functional', 'init', 'Parameter', 'Module', 'Sequentia
            'LayerNormFunction', 'layer_norm', 'LayerNorm', 'DropoutFunction', 'dropout', 'Dropout', 'ReLU', 'Tanh',
            'Sigmoid', 'SiLU', 'GELU', 'Softmax', 'LogSoftmax', 'gelu_composite']
 
-# %% ../modules/04_layers/04_layers.ipynb #868fe894
+# %% ../modules/04_layers/04_layers.ipynb #37173df3
 import math
 import numbers
 import sys
@@ -22,7 +22,7 @@ import numpy as np
 from .tensor import Tensor as BaseTensor, default_generator
 from .autograd import Function, Tensor, as_array, no_grad
 
-# %% ../modules/04_layers/04_layers.ipynb #85cd0d59
+# %% ../modules/04_layers/04_layers.ipynb #703915dd
 class Parameter(Tensor):
     """A tensor that a `Module` registers as a learnable weight (`requires_grad=True` by default).
 
@@ -62,7 +62,7 @@ def _write(t, values):
         t._bump_version()
     return t
 
-# %% ../modules/04_layers/04_layers.ipynb #5550c6b9
+# %% ../modules/04_layers/04_layers.ipynb #b9eda5f7
 def _join(prefix, name):
     return f"{prefix}.{name}" if prefix else name
 
@@ -210,7 +210,7 @@ class Module:
         return LoadResult(missing, unexpected)
         ### END SOLUTION
 
-# %% ../modules/04_layers/04_layers.ipynb #b389f3e3
+# %% ../modules/04_layers/04_layers.ipynb #d1a9db1e
 class Sequential(Module):
     """Modules called one after the other: `Sequential(Linear(4, 8), ReLU(), Linear(8, 2))`."""
 
@@ -305,7 +305,7 @@ class ModuleDict(Module):
     def items(self):
         return self._modules.items()
 
-# %% ../modules/04_layers/04_layers.ipynb #d00c6c1f
+# %% ../modules/04_layers/04_layers.ipynb #2b2c7b95
 class LinearFunction(Function):
     @staticmethod
     def forward(ctx, x, weight, bias=None):
@@ -337,7 +337,7 @@ def linear(x, weight, bias=None):
     """`x @ weight.T + bias` (like `torch.nn.functional.linear`)."""
     return LinearFunction.apply(x, weight, bias)
 
-# %% ../modules/04_layers/04_layers.ipynb #35cfbc0d
+# %% ../modules/04_layers/04_layers.ipynb #dea570d3
 def _rng(generator=None):
     """The numpy random generator behind a TinyTorch `Generator` (the default one if None)."""
     return (generator or default_generator)._rng
@@ -380,7 +380,7 @@ def zeros_(t):
 def ones_(t):
     return _write(t, 1)
 
-# %% ../modules/04_layers/04_layers.ipynb #bb017e4a
+# %% ../modules/04_layers/04_layers.ipynb #d4b7dc4c
 def uniform_(t, a=0.0, b=1.0, generator=None):
     """Fill `t` in place with samples of U(a, b); returns `t`."""
     ### BEGIN SOLUTION
@@ -406,7 +406,7 @@ def xavier_uniform_(t, gain=1.0, generator=None):
     return uniform_(t, -bound, bound, generator)
     ### END SOLUTION
 
-# %% ../modules/04_layers/04_layers.ipynb #07697bae
+# %% ../modules/04_layers/04_layers.ipynb #cc62dcca
 class Linear(Module):
     """`y = x Wᵀ + b`, initialised like `torch.nn.Linear`."""
 
@@ -476,7 +476,7 @@ class Identity(Module):
     def forward(self, x):
         return x
 
-# %% ../modules/04_layers/04_layers.ipynb #18b53991
+# %% ../modules/04_layers/04_layers.ipynb #4f8bd5c5
 def _sigmoid(x):
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1, e) / (1 + e)
@@ -532,7 +532,7 @@ def tanh(x): return TanhFunction.apply(x)
 def sigmoid(x): return SigmoidFunction.apply(x)
 def silu(x): return SiLUFunction.apply(x)
 
-# %% ../modules/04_layers/04_layers.ipynb #c967de31
+# %% ../modules/04_layers/04_layers.ipynb #f96d8a93
 def _erf(x):
     """The error function, elementwise, on a numpy array."""
     try:
@@ -541,7 +541,7 @@ def _erf(x):
         return np.vectorize(math.erf, otypes=[x.dtype])(x)
     return erf(x)
 
-# %% ../modules/04_layers/04_layers.ipynb #e090deaa
+# %% ../modules/04_layers/04_layers.ipynb #cfb53609
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
@@ -579,7 +579,7 @@ def gelu(x, approximate="none"):
     """GELU (like `torch.nn.functional.gelu`)."""
     return GELUFunction.apply(x, approximate)
 
-# %% ../modules/04_layers/04_layers.ipynb #ae268215
+# %% ../modules/04_layers/04_layers.ipynb #78e2de56
 class SoftmaxFunction(Function):
     @staticmethod
     def forward(ctx, x, dim):
@@ -621,7 +621,7 @@ class LogSoftmaxFunction(Function):
 def softmax(x, dim=-1): return SoftmaxFunction.apply(x, dim)
 def log_softmax(x, dim=-1): return LogSoftmaxFunction.apply(x, dim)
 
-# %% ../modules/04_layers/04_layers.ipynb #8fdc6990
+# %% ../modules/04_layers/04_layers.ipynb #625579de
 _REDUCTIONS = ("mean", "sum", "none")
 
 
@@ -681,7 +681,7 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     """Cross-entropy from logits and class indices (like `torch.nn.functional.cross_entropy`)."""
     return CrossEntropyFunction.apply(logits, targets, ignore_index, label_smoothing, reduction)
 
-# %% ../modules/04_layers/04_layers.ipynb #d38e1775
+# %% ../modules/04_layers/04_layers.ipynb #75098782
 def _reduce(rows, reduction):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
@@ -730,7 +730,7 @@ def binary_cross_entropy_with_logits(input, target, reduction="mean"):
     """Binary cross-entropy of sigmoid(input) against `target`, computed stably from the logits."""
     return BCEWithLogitsFunction.apply(input, target, reduction)
 
-# %% ../modules/04_layers/04_layers.ipynb #e0484c00
+# %% ../modules/04_layers/04_layers.ipynb #1b8932a6
 class LayerNormFunction(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, normalized_shape, eps=1e-5):
@@ -792,7 +792,7 @@ class LayerNorm(Module):
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
 
-# %% ../modules/04_layers/04_layers.ipynb #d0850f28
+# %% ../modules/04_layers/04_layers.ipynb #c1b2d5cc
 class DropoutFunction(Function):
     @staticmethod
     def forward(ctx, x, mask):
@@ -838,7 +838,7 @@ class Dropout(Module):
     def extra_repr(self):
         return f"p={self.p}"
 
-# %% ../modules/04_layers/04_layers.ipynb #7881085f
+# %% ../modules/04_layers/04_layers.ipynb #934d02b5
 class ReLU(Module):
     def forward(self, x): return ReLUFunction.apply(x)
 
@@ -878,7 +878,7 @@ class Softmax(Module):
 class LogSoftmax(Softmax):
     def forward(self, x): return LogSoftmaxFunction.apply(x, self.dim)
 
-# %% ../modules/04_layers/04_layers.ipynb #db544fba
+# %% ../modules/04_layers/04_layers.ipynb #901408a5
 def gelu_composite(x):
     """GELU's tanh approximation built from recorded tensor operations only (+, -, *, /, exp)."""
     ### BEGIN SOLUTION
@@ -887,7 +887,7 @@ def gelu_composite(x):
     return x * 0.5 * (t + 1)
     ### END SOLUTION
 
-# %% ../modules/04_layers/04_layers.ipynb #9c0bba88
+# %% ../modules/04_layers/04_layers.ipynb #69cc3a0d
 def _namespace(name, doc, members, owner=__name__):
     """A module object `owner.name` holding `members`, importable once `owner` is imported."""
     module = types.ModuleType(f"{owner}.{name}", doc)

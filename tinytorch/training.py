@@ -6,7 +6,7 @@ __all__ = ['optim', 'data', 'Optimizer', 'SGD', 'Adam', 'AdamW', 'warmup_cosine'
            'train_epoch', 'evaluate', 'fit', 'plot_history', 'save_checkpoint', 'load_checkpoint', 'load_digits_split',
            'digits_model', 'confusion_matrix', 'train_digits', 'plot_digits_result']
 
-# %% ../modules/05_training/05_training.ipynb #966eeb64
+# %% ../modules/05_training/05_training.ipynb #8086dadc
 import math
 import pickle
 import time
@@ -18,7 +18,7 @@ from .autograd import Tensor, no_grad
 from . import nn
 from .nn import _namespace, functional as F
 
-# %% ../modules/05_training/05_training.ipynb #78aa1492
+# %% ../modules/05_training/05_training.ipynb #d1c6aab9
 def _changed(p):
     """Tell autograd that `p` was modified in place."""
     if hasattr(p, "_bump_version"):
@@ -89,7 +89,7 @@ class Optimizer:
         self.state = {by_index[i]: {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in s.items()}
                       for i, s in state_dict["state"].items()}
 
-# %% ../modules/05_training/05_training.ipynb #7aeaa7ef
+# %% ../modules/05_training/05_training.ipynb #84e4bb30
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
         if lr < 0 or momentum < 0 or weight_decay < 0:
@@ -116,7 +116,7 @@ class SGD(Optimizer):
         w -= group["lr"] * g
         ### END SOLUTION
 
-# %% ../modules/05_training/05_training.ipynb #4933393d
+# %% ../modules/05_training/05_training.ipynb #0ceb9ea9
 class Adam(Optimizer):
     decoupled = False  # AdamW: weight decay applied to the weight, not folded into the gradient
 
@@ -154,7 +154,7 @@ class AdamW(Adam):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
-# %% ../modules/05_training/05_training.ipynb #d3daacf5
+# %% ../modules/05_training/05_training.ipynb #77801020
 def warmup_cosine(step, base_lr, warmup_steps, total_steps, min_lr=0.0):
     """Linear warm-up over `warmup_steps`, then a cosine decay to `min_lr` at `total_steps`."""
     ### BEGIN SOLUTION
@@ -167,7 +167,7 @@ def warmup_cosine(step, base_lr, warmup_steps, total_steps, min_lr=0.0):
     return min_lr + (base_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
     ### END SOLUTION
 
-# %% ../modules/05_training/05_training.ipynb #76c567bb
+# %% ../modules/05_training/05_training.ipynb #2ebbf31c
 class LRScheduler:
     """Sets `group["lr"] = rule(step, base_lr)` for every group; call `step()` after each optimizer step."""
 
@@ -219,7 +219,7 @@ class WarmupCosineLR(LRScheduler):
     def rule(self, step, base_lr):
         return warmup_cosine(step, base_lr, self.warmup_steps, self.total_steps, self.min_lr)
 
-# %% ../modules/05_training/05_training.ipynb #2cf64850
+# %% ../modules/05_training/05_training.ipynb #4cd5799d
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0):
     """Rescale the gradients in place so that their global norm is at most `max_norm`."""
     ### BEGIN SOLUTION
@@ -237,7 +237,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0):
     return total
     ### END SOLUTION
 
-# %% ../modules/05_training/05_training.ipynb #230e6d44
+# %% ../modules/05_training/05_training.ipynb #eca321a5
 def batch_indices(n, batch_size, shuffle=False, drop_last=False, rng=None):
     """The index arrays of one epoch's batches (see the text)."""
     ### BEGIN SOLUTION
@@ -249,7 +249,7 @@ def batch_indices(n, batch_size, shuffle=False, drop_last=False, rng=None):
     return [order[i:i + batch_size] for i in range(0, stop, batch_size)]
     ### END SOLUTION
 
-# %% ../modules/05_training/05_training.ipynb #09c67efb
+# %% ../modules/05_training/05_training.ipynb #9ce2b8e3
 class Dataset:
     """A sequence of examples: subclasses define `__len__` and `__getitem__`."""
 
@@ -311,7 +311,7 @@ class DataLoader:
         n = len(self.dataset)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-# %% ../modules/05_training/05_training.ipynb #b3cab801
+# %% ../modules/05_training/05_training.ipynb #ec8a60fd
 def train_epoch(model, loader, loss_fn, optimizer, scheduler=None, max_norm=None, progress=None):
     """One pass over `loader`, updating the model; returns the average loss per example."""
     ### BEGIN SOLUTION
@@ -341,7 +341,7 @@ def evaluate(model, loader, loss_fn):
     model.eval()
     total, correct, count = 0.0, 0, 0
     try:
-        with no_grad():
+        with no_grad():  # nothing here is recorded
             for x, y in loader:
                 logits = model(x)
                 total += loss_fn(logits, y).item() * len(x)
@@ -352,7 +352,7 @@ def evaluate(model, loader, loss_fn):
     return total / max(count, 1), correct / max(count, 1)
     ### END SOLUTION
 
-# %% ../modules/05_training/05_training.ipynb #f84d195f
+# %% ../modules/05_training/05_training.ipynb #89307527
 def fit(model, train_loader, val_loader, loss_fn, optimizer, epochs, scheduler=None, max_norm=None,
         progress=True):
     """Train for `epochs`, evaluating after each; returns the history (lists per epoch)."""
@@ -407,7 +407,7 @@ def load_checkpoint(path, model, optimizer=None):
         optimizer.load_state_dict(state["optimizer"])
     return state["extra"]
 
-# %% ../modules/05_training/05_training.ipynb #be68a863
+# %% ../modules/05_training/05_training.ipynb #1498d4d8
 def load_digits_split(seed=0, test_fraction=0.25):
     """scikit-learn's bundled digits, split and standardised: (X_train, y_train, X_test, y_test, images)."""
     from sklearn.datasets import load_digits
@@ -464,7 +464,7 @@ def train_digits(epochs=40, batch_size=64, lr=3e-3, weight_decay=1e-2, seed=0, p
         history = fit(model, train_loader, test_loader, F.cross_entropy, optimizer, epochs, scheduler,
                       progress=progress)
     model.eval()
-    with no_grad():
+    with no_grad():  # nothing here is recorded
         predictions = model(Tensor._from_array(X_test)).numpy().argmax(axis=1)
     return {"model": model, "optimizer": optimizer, "history": history,
             "test_accuracy": float((predictions == y_test).mean()), "seconds": time.perf_counter() - started,
@@ -502,7 +502,7 @@ def plot_digits_result(result, path=None):
         fig.savefig(path, dpi=90)
     return fig
 
-# %% ../modules/05_training/05_training.ipynb #235670bf
+# %% ../modules/05_training/05_training.ipynb #cb414936
 optim = _namespace("optim", "Optimizers, learning-rate schedules and gradient clipping.", [
     Optimizer, SGD, Adam, AdamW, LRScheduler, StepLR, WarmupCosineLR, warmup_cosine, clip_grad_norm_],
     owner=__name__)
