@@ -89,6 +89,9 @@ def main(argv=None):
     workspace.add_argument("--out", type=Path, default=ROOT / "artifacts" / "workspace",
                            help="where to write it (default: artifacts/workspace)")
     add_grade_commands(commands)
+    milestone = commands.add_parser("milestone", help="run a milestone of the course with the package")
+    milestone.add_argument("name", choices=["digits"], help="digits: module 05's MLP on handwritten digits")
+    milestone.add_argument("--epochs", type=int, default=40)
     args = parser.parse_args(argv)
     # nbgrader's gradebook code triggers SQLAlchemy 2 warnings that say nothing to the user.
     warnings.filterwarnings("ignore", message=".*not in session.*")
@@ -96,6 +99,9 @@ def main(argv=None):
         if args.command == "build":
             from .build import build
             build(ROOT)
+        elif args.command == "milestone":
+            from .milestone import digits
+            return digits(ROOT, epochs=args.epochs)
         elif args.command == "demo":
             from .demo import demo
             demo(ROOT, rebuild=not args.no_build)
