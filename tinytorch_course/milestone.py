@@ -1,18 +1,16 @@
-"""`milestone digits`: module 05's MLP trained on scikit-learn's bundled digits (no download)."""
-from pathlib import Path
+"""`milestone digits`: milestones/05_digits.py run with the reference package."""
+import os
+import runpy
+import sys
 
 
-def digits(root, epochs=40, log=print):
-    """Train with `tinytorch.training.train_digits`, save the picture; exit status 1 below 97%."""
-    import matplotlib
-    matplotlib.use("Agg")
-    from tinytorch.training import plot_digits_result, train_digits
-
-    result = train_digits(epochs=epochs)
-    picture = Path(root) / "artifacts" / "milestone-digits.png"
-    picture.parent.mkdir(parents=True, exist_ok=True)
-    plot_digits_result(result, picture)
-    accuracy = result["test_accuracy"]
-    log(f"digits MLP: test accuracy {100 * accuracy:.2f}% after {epochs} epochs in {result['seconds']:.1f} s")
-    log(f"confusion matrix and misclassified digits: {picture}")
-    return 0 if accuracy >= 0.97 else 1
+def digits(root, epochs=40):
+    """Run the digits milestone in `root`; exit status 1 if it misses its 97% target."""
+    os.environ["DIGITS_EPOCHS"] = str(epochs)
+    os.chdir(root)
+    try:
+        runpy.run_path(str(root / "milestones" / "05_digits.py"), run_name="__main__")
+    except AssertionError as error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
