@@ -6,7 +6,7 @@ __all__ = ['MaxMin', 'tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat'
            'broadcast_shapes', 'expand_layout', 'normalize_dims', 'reduced_shape', 'matmul_error', 'matmul_shape',
            'split_sizes', 'Tensor']
 
-# %% ../modules/02_strides/02_strides.ipynb #14940e0e
+# %% ../modules/02_strides/02_strides.ipynb #d80920e1
 import collections
 import math
 import numbers
@@ -17,7 +17,7 @@ import numpy as np
 from .tensor import as_dtype, bool_, contiguous_strides, int64, plot_layout, result_type, _size_arg
 from .tensor import Tensor as BaseTensor
 
-# %% ../modules/02_strides/02_strides.ipynb #3c248d9e
+# %% ../modules/02_strides/02_strides.ipynb #c78fc00e
 def is_contiguous_layout(shape, strides):
     """True if a tensor of `shape` and `strides` is laid out row-major with no gaps.
 
@@ -37,7 +37,7 @@ def is_contiguous_layout(shape, strides):
     return True
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #823c4f20
+# %% ../modules/02_strides/02_strides.ipynb #c7b919cf
 def reference_copy(storage, shape, strides, offset):
     """A new 1-D numpy array (dtype of `storage`) with the tensor's elements in row-major order.
 
@@ -62,7 +62,7 @@ def reference_copy(storage, shape, strides, offset):
     ### END SOLUTION
     return out
 
-# %% ../modules/02_strides/02_strides.ipynb #663de6a0
+# %% ../modules/02_strides/02_strides.ipynb #af944d6c
 def wrap_dim(dim, ndim):
     """`dim` as an index in `range(ndim)` (negative counts from the end), like PyTorch.
 
@@ -76,7 +76,7 @@ def wrap_dim(dim, ndim):
                          f"but got {dim})")
     return int(dim) % size
 
-# %% ../modules/02_strides/02_strides.ipynb #8f5fd891
+# %% ../modules/02_strides/02_strides.ipynb #e05aae5c
 def permute_layout(shape, strides, dims):
     """`(new_shape, new_strides)` of the view whose dimension k is the old dimension dims[k].
 
@@ -94,7 +94,7 @@ def permute_layout(shape, strides, dims):
     return tuple(shape[d] for d in dims), tuple(strides[d] for d in dims)
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #3c314a05
+# %% ../modules/02_strides/02_strides.ipynb #b150dbe8
 def slice_dim(size, stride, index):
     """`(new_size, new_stride, offset_change)` of one dimension indexed by the slice `index`.
 
@@ -110,7 +110,7 @@ def slice_dim(size, stride, index):
     return count, stride * step, start * stride
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #06f6cc64
+# %% ../modules/02_strides/02_strides.ipynb #1caa6b6d
 def basic_index_layout(shape, strides, offset, index):
     """`(shape, strides, offset)` of the view `t[index]`; `index` is a tuple of ints, slices,
     None and at most one Ellipsis. Raise IndexError for a bad index (see the text above)."""
@@ -150,7 +150,7 @@ def basic_index_layout(shape, strides, offset, index):
         ### END SOLUTION
     return tuple(new_shape) + tuple(shape[d:]), tuple(new_strides) + tuple(strides[d:]), int(offset)
 
-# %% ../modules/02_strides/02_strides.ipynb #3f6a27c7
+# %% ../modules/02_strides/02_strides.ipynb #99d72f26
 def view_strides(shape, strides, new_shape):
     """Strides that read the tensor's elements, in row-major order, with `new_shape`; or
     None if no such strides exist (then `view` must fail and `reshape` must copy).
@@ -187,19 +187,19 @@ def view_strides(shape, strides, new_shape):
     return tuple(result)
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #78673246
+# %% ../modules/02_strides/02_strides.ipynb #c61df408
 def broadcast_shapes(*shapes):
     """The shape that all of `shapes` (tuples of ints) broadcast to, by PyTorch's rule.
 
     Align at the right, pad with 1s on the left; sizes must match or be 1 (a 1
     stretches). Raise ValueError naming both shapes and the clashing dimension.
     """
-    result = ()
+    so_far = ()
     for shape in shapes:
         shape = tuple(shape)
         ### BEGIN SOLUTION
-        ndim = max(len(result), len(shape))
-        a = (1,) * (ndim - len(result)) + result
+        ndim = max(len(so_far), len(shape))
+        a = (1,) * (ndim - len(so_far)) + so_far
         b = (1,) * (ndim - len(shape)) + shape
         combined = []
         for k, (x, y) in enumerate(zip(a, b)):
@@ -209,13 +209,13 @@ def broadcast_shapes(*shapes):
                 combined.append(y)
             else:
                 raise ValueError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                                 f"non-singleton dimension {k}: shapes {result} and {shape} "
+                                 f"non-singleton dimension {k}: shapes {so_far} and {shape} "
                                  "cannot be broadcast together")
-        result = tuple(combined)
+        so_far = tuple(combined)
         ### END SOLUTION
-    return result
+    return so_far
 
-# %% ../modules/02_strides/02_strides.ipynb #485b8571
+# %% ../modules/02_strides/02_strides.ipynb #b9ef7773
 def expand_layout(shape, strides, new_shape):
     """`(shape, strides)` of the tensor broadcast to `new_shape` (-1 keeps a size), as a view.
 
@@ -251,7 +251,7 @@ def expand_layout(shape, strides, new_shape):
         ### END SOLUTION
     return tuple(out_shape), tuple(out_strides)
 
-# %% ../modules/02_strides/02_strides.ipynb #db080e97
+# %% ../modules/02_strides/02_strides.ipynb #480a1fe1
 def normalize_dims(dim, ndim):
     """The dimensions a reduction over `dim` (None, an int, or a tuple/list of ints) covers,
     as a sorted tuple of non-negative ints; () for a 0-d tensor. ValueError for repeats."""
@@ -277,7 +277,7 @@ def reduced_shape(shape, dims, keepdim):
     return tuple(n for k, n in enumerate(shape) if k not in dims)
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #52d6da94
+# %% ../modules/02_strides/02_strides.ipynb #c389cf1b
 def matmul_error(a_shape, b_shape):
     """PyTorch's message for operands of `matmul` whose inner sizes do not agree."""
     a, b = tuple(a_shape), tuple(b_shape)
@@ -293,7 +293,7 @@ def matmul_error(a_shape, b_shape):
     return (f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {a[-1]}] "
             f"but got: [{batch}, {b[-2]}].")
 
-# %% ../modules/02_strides/02_strides.ipynb #8509a2d3
+# %% ../modules/02_strides/02_strides.ipynb #882f7e4c
 def matmul_shape(a_shape, b_shape):
     """The shape of `a @ b` for operands of shapes `a_shape` and `b_shape` (PyTorch's rules).
 
@@ -314,7 +314,7 @@ def matmul_shape(a_shape, b_shape):
     return batch + (a2[-2],) * (len(a) > 1) + (b2[-1],) * (len(b) > 1)
     ### END SOLUTION
 
-# %% ../modules/02_strides/02_strides.ipynb #3174c41f
+# %% ../modules/02_strides/02_strides.ipynb #02857066
 def _infer_size(shape, numel):
     """`shape` (a tuple of ints, at most one -1) with the -1 resolved for `numel` elements."""
     if sum(1 for n in shape if n == -1) > 1:
@@ -368,15 +368,29 @@ class Tensor(BaseTensor):
     def _make(cls, storage, shape, strides, offset):
         """A tensor on `storage` with a layout known to be valid (no checks, so it is fast).
 
-        Subclasses that add per-tensor state give it class-level defaults or override this.
+        Every result of this class is made here (`_from_array` and `_view` call it), so module
+        01's `__init__` does not run for them: subclasses that add per-tensor state give it
+        class-level defaults, or override `_make`.
         """
         t = cls.__new__(cls)
         t.storage, t.shape, t.strides, t.offset = storage, shape, strides, offset
         return t
 
+    @classmethod
+    def _from_array(cls, array):
+        """Wrap a numpy result as a new contiguous tensor (module 01's, without its layout checks)."""
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        return cls._make(array.reshape(-1), array.shape, contiguous_strides(array.shape), 0)
+
     def _view(self, shape, strides, offset=None):
-        """A tensor of this class that shares this tensor's storage, with a new layout."""
-        return self._make(self.storage, shape, strides, self.offset if offset is None else offset)
+        """A tensor of this class that shares this tensor's storage, with a new layout.
+
+        A view with no elements reads nothing, so its offset is set to 0 (slicing an empty
+        tensor can move the offset past the end of the storage, where numpy cannot point).
+        """
+        offset = self.offset if offset is None else offset
+        return self._make(self.storage, shape, strides, 0 if 0 in shape else offset)
 
     # ----- contiguity -------------------------------------------------------------------------
     def is_contiguous(self):
@@ -554,15 +568,17 @@ class Tensor(BaseTensor):
 
     def _arg_reduce(self, arg_op, name, dim, keepdim):
         """Indices (int64) of the extreme values along `dim`, or over the flattened tensor."""
-        if self.numel() == 0:
-            raise IndexError(f"{name}(): Expected reduction dim to have non-zero size.")
         if dim is None:
+            if self.numel() == 0:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
             flat = arg_op(self.numpy().reshape(-1))
             return self._from_array(np.array(flat, dtype=np.int64).reshape(
                 reduced_shape(self.shape, tuple(range(self.ndim)), keepdim)))
         dims = normalize_dims(int(dim), self.ndim)
         if not dims:  # a 0-d tensor: its only element is the extreme one
             return self._from_array(np.zeros((), dtype=np.int64))
+        if self.shape[dims[0]] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {dims[0]} to have non-zero size.")
         indices = arg_op(self.numpy(), axis=dims[0])
         return self._from_array(indices.astype(np.int64).reshape(reduced_shape(self.shape, dims, keepdim)))
 
@@ -580,12 +596,8 @@ class Tensor(BaseTensor):
             if self.numel() == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
             return self._reduce(op, normalize_dims(None, self.ndim), False)
-        dims = normalize_dims(int(dim), self.ndim)
-        if dims and self.shape[dims[0]] == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {dims[0]} to have non-zero size.")
-        indices = self._arg_reduce(arg_op, name, dim, keepdim) if dims else \
-            self._from_array(np.zeros((), dtype=np.int64))
-        return MaxMin(self._reduce(op, dims, keepdim), indices)
+        indices = self._arg_reduce(arg_op, name, dim, keepdim)
+        return MaxMin(self._reduce(op, normalize_dims(int(dim), self.ndim), keepdim), indices)
 
     def max(self, dim=None, keepdim=False):
         return self._extreme(np.max, np.argmax, "max", dim, keepdim)
@@ -682,9 +694,8 @@ class Tensor(BaseTensor):
         """A copy with `value` wherever the bool `mask` (broadcast) is True."""
         if mask.dtype is not bool_:
             raise TypeError(f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}")
-        if isinstance(value, BaseTensor):
-            value = value.item()
-        return type(self).where(mask, type(self).tensor(value, dtype=self.dtype), self)
+        fill = value.item() if isinstance(value, BaseTensor) else value
+        return type(self).where(mask, type(self).tensor(fill, dtype=self.dtype), self)
 
     def _triangle(self, keep_lower, diagonal):
         if self.ndim < 2:
