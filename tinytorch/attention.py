@@ -4,7 +4,7 @@
 __all__ = ['attention_bias', 'AttentionFunction', 'scaled_dot_product_attention', 'attention_weights', 'MultiHeadAttention',
            'sinusoidal_encoding', 'SinusoidalPositionalEncoding', 'LearnedPositionalEmbedding']
 
-# %% ../modules/06_attention/06_attention.ipynb #3243c71d
+# %% ../modules/06_attention/06_attention.ipynb #3fa82410
 import math
 
 import numpy as np
@@ -12,7 +12,7 @@ import numpy as np
 from .autograd import Function, Tensor, no_grad, unbroadcast
 from .nn import Module, Linear, Embedding, Dropout, Parameter, _rng
 
-# %% ../modules/06_attention/06_attention.ipynb #a8be5334
+# %% ../modules/06_attention/06_attention.ipynb #e8132291
 def _as_numpy(x):
     return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
 
@@ -33,7 +33,7 @@ def attention_bias(L, S, attn_mask=None, is_causal=False, dtype=np.float32):
     return mask.astype(dtype, copy=False)
     ### END SOLUTION
 
-# %% ../modules/06_attention/06_attention.ipynb #b61f4134
+# %% ../modules/06_attention/06_attention.ipynb #351502b3
 class AttentionFunction(Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, scale, dropout_mask):
@@ -76,7 +76,7 @@ class AttentionFunction(Function):
                 unbroadcast(grad_v, va.shape), None, None, None)
         ### END SOLUTION
 
-# %% ../modules/06_attention/06_attention.ipynb #9ac9dbf2
+# %% ../modules/06_attention/06_attention.ipynb #5d643f93
 def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, dropout_p=0.0,
                                  scale=None, generator=None):
     """Attention like `torch.nn.functional.scaled_dot_product_attention`.
@@ -106,7 +106,7 @@ def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     return Tensor._from_array(e / e.sum(axis=-1, keepdims=True))
 
-# %% ../modules/06_attention/06_attention.ipynb #c53257da
+# %% ../modules/06_attention/06_attention.ipynb #e3526d13
 class MultiHeadAttention(Module):
     """Self-attention with `num_heads` heads over inputs (B, T, embed_dim)."""
 
@@ -154,7 +154,7 @@ class MultiHeadAttention(Module):
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, causal={self.causal}"
 
-# %% ../modules/06_attention/06_attention.ipynb #5b0d6797
+# %% ../modules/06_attention/06_attention.ipynb #f3cc4746
 def sinusoidal_encoding(num_positions, dim):
     """PE[p, 2i] = sin(p / 10000**(2i/dim)), PE[p, 2i+1] = cos(same); shape (num_positions, dim)."""
     if dim % 2:
@@ -168,7 +168,7 @@ def sinusoidal_encoding(num_positions, dim):
     return Tensor._from_array(pe.astype(np.float32))
     ### END SOLUTION
 
-# %% ../modules/06_attention/06_attention.ipynb #d1230e4a
+# %% ../modules/06_attention/06_attention.ipynb #ac8cd55b
 class SinusoidalPositionalEncoding(Module):
     """Adds the fixed sinusoidal encoding of positions 0..T-1 to an input (B, T, dim)."""
 
