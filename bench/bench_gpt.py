@@ -19,7 +19,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from tinytorch.tensor import manual_seed
-from tinytorch.transformer import GPT, make_optimizer
+from tinytorch.transformer import GPT, keep_freed_memory, make_optimizer
 
 VOCAB, BLOCK, WIDTH, HEADS, LAYERS, BATCH = 100, 64, 128, 4, 4, 32
 LR, BETAS, DECAY = 1e-3, (0.9, 0.95), 0.1
@@ -36,6 +36,7 @@ def batches(n, seed=0):
 
 
 def tinytorch_setup():
+    keep_freed_memory()
     manual_seed(0)
     model = GPT(VOCAB, BLOCK, LAYERS, HEADS, WIDTH)
     opt = make_optimizer(model, LR, DECAY, BETAS)

@@ -2,10 +2,10 @@
 
 # %% auto #0
 __all__ = ['CharTokenizer', 'merge_pair', 'BPETokenizer', 'LayerCache', 'KVCache', 'CausalSelfAttention', 'TransformerBlock',
-           'GPT', 'sampling_probs', 'sample', 'generate', 'python_corpus', 'get_batch', 'estimate_loss',
-           'make_optimizer', 'train_gpt', 'plot_loss', 'unigram_loss']
+           'GPT', 'sampling_probs', 'sample', 'generate', 'python_corpus', 'get_batch', 'keep_freed_memory',
+           'estimate_loss', 'make_optimizer', 'train_gpt', 'plot_loss', 'unigram_loss']
 
-# %% ../modules/07_transformer/07_transformer.ipynb #2ff6a626
+# %% ../modules/07_transformer/07_transformer.ipynb #25b743de
 import json
 import math
 import pickle
@@ -24,7 +24,7 @@ from .nn import functional as F, init
 from .attention import MultiHeadAttention
 from .training import AdamW, warmup_cosine, clip_grad_norm_
 
-# %% ../modules/07_transformer/07_transformer.ipynb #d3f9fdc5
+# %% ../modules/07_transformer/07_transformer.ipynb #39d91fa6
 class CharTokenizer:
     """One id per character of the training text (sorted), plus 256 byte ids for anything else."""
 
@@ -75,7 +75,7 @@ class CharTokenizer:
         state = json.loads(Path(path).read_text())
         return cls(chars=state["chars"], byte_fallback=state["byte_fallback"])
 
-# %% ../modules/07_transformer/07_transformer.ipynb #89be171d
+# %% ../modules/07_transformer/07_transformer.ipynb #6707d6a0
 def merge_pair(ids, pair, new_id):
     """`ids` with each occurrence of `pair` (left to right, no overlaps) replaced by `new_id`."""
     ### BEGIN SOLUTION
@@ -91,7 +91,7 @@ def merge_pair(ids, pair, new_id):
     return out
     ### END SOLUTION
 
-# %% ../modules/07_transformer/07_transformer.ipynb #8f7a2241
+# %% ../modules/07_transformer/07_transformer.ipynb #2997f6f4
 class BPETokenizer:
     """Byte-level BPE: ids 0-255 are bytes; id 256 + r is the r-th learned merge."""
 
@@ -140,7 +140,7 @@ class BPETokenizer:
     def load(cls, path):
         return cls(json.loads(Path(path).read_text())["merges"])
 
-# %% ../modules/07_transformer/07_transformer.ipynb #9bd7a06a
+# %% ../modules/07_transformer/07_transformer.ipynb #59d4b463
 class LayerCache:
     """The keys and values (B, H, t, d) of one attention layer, as numpy arrays."""
 
@@ -188,7 +188,7 @@ class CausalSelfAttention(MultiHeadAttention):
         ### END SOLUTION
         return self.proj(self.merge_heads(y))
 
-# %% ../modules/07_transformer/07_transformer.ipynb #54749a00
+# %% ../modules/07_transformer/07_transformer.ipynb #944a9d2b
 class TransformerBlock(Module):
     """Pre-LayerNorm block: x + attn(ln1(x)), then x + mlp(ln2(x)), with dropout on both."""
 
@@ -208,7 +208,7 @@ class TransformerBlock(Module):
         return x + self.drop(self.fc_out(self.act(self.fc(self.ln2(x)))))
         ### END SOLUTION
 
-# %% ../modules/07_transformer/07_transformer.ipynb #f5e30803
+# %% ../modules/07_transformer/07_transformer.ipynb #91de281c
 class GPT(Module):
     """A decoder-only transformer language model with a tied output layer."""
 
@@ -254,7 +254,7 @@ class GPT(Module):
     def generate(self, idx, max_new_tokens, **kwargs):
         return generate(self, idx, max_new_tokens, **kwargs)
 
-# %% ../modules/07_transformer/07_transformer.ipynb #2b724c16
+# %% ../modules/07_transformer/07_transformer.ipynb #863e4c77
 def sampling_probs(logits, temperature=1.0, top_k=None, top_p=None):
     """Next-token probabilities from `logits` (..., V) after temperature, top-k and top-p."""
     if temperature <= 0:
@@ -284,7 +284,7 @@ def sample(probs, rng):
     u = rng.random(probs.shape[:-1] + (1,))
     return np.minimum((np.cumsum(probs, axis=-1) < u).sum(axis=-1), probs.shape[-1] - 1)
 
-# %% ../modules/07_transformer/07_transformer.ipynb #c63aff42
+# %% ../modules/07_transformer/07_transformer.ipynb #414cd417
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,
              use_cache=True, return_logits=False):
     """Sample `max_new_tokens` tokens after `idx` (B, T); returns the ids (B, T + new)."""
@@ -311,7 +311,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     model.train(was_training)
     return (idx, steps) if return_logits else idx
 
-# %% ../modules/07_transformer/07_transformer.ipynb #d0a0cf8c
+# %% ../modules/07_transformer/07_transformer.ipynb #292f20de
 def python_corpus(max_chars=None, val_every=10):
     """(train_text, val_text) from the standard library's source files (see the text)."""
     root = Path(sysconfig.get_paths()["stdlib"])
@@ -332,7 +332,7 @@ def python_corpus(max_chars=None, val_every=10):
             break
     return "\n\n".join(train), "\n\n".join(val)
 
-# %% ../modules/07_transformer/07_transformer.ipynb #bc9b6684
+# %% ../modules/07_transformer/07_transformer.ipynb #891b9356
 def get_batch(data, block_size, batch_size, rng):
     """(x, y): random windows of `data` and the same windows shifted by one token."""
     ### BEGIN SOLUTION
@@ -342,7 +342,27 @@ def get_batch(data, block_size, batch_size, rng):
     return x, y
     ### END SOLUTION
 
-# %% ../modules/07_transformer/07_transformer.ipynb #77d0cf15
+# %% ../modules/07_transformer/07_transformer.ipynb #77f1c61a
+def keep_freed_memory():
+    """Ask glibc to keep freed memory for reuse instead of returning it to the OS at every free.
+
+    A training step allocates and frees the same large temporaries again and again; by default glibc
+    gives blocks above 128 KiB straight back to the OS (and trims the heap), so every step pays tens of
+    thousands of page faults to get them back. Raising the thresholds makes the memory stay mapped.
+    Does nothing where the C library is not glibc.
+    """
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+        libc.mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024)
+        libc.mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024)
+        libc.mallopt(M_TOP_PAD, 64 * 1024 * 1024)
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
 def estimate_loss(model, data, block_size, batch_size, batches=4, seed=1234):
     """Mean loss over `batches` fixed random batches of `data` (eval mode, no grad)."""
     rng, total = np.random.default_rng(seed), 0.0
@@ -380,6 +400,7 @@ def train_gpt(model, train_data, val_data, steps, batch_size=32, lr=3e-3, warmup
               sample_chars=200, time_budget=None, checkpoint=None, resume=False, progress=True,
               log=print):
     """Train `model` on token arrays; returns the history dict (see the text)."""
+    keep_freed_memory()
     block = model.block_size
     rng = np.random.default_rng(seed)
     optimizer = make_optimizer(model, lr, weight_decay)
