@@ -20,6 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from tinytorch.tensor import manual_seed
 from tinytorch.transformer import GPT, keep_freed_memory, make_optimizer
+from tinytorch_course.torch_gpt import torch_gpt, torch_optimizer
 
 VOCAB, BLOCK, WIDTH, HEADS, LAYERS, BATCH = 100, 64, 128, 4, 4, 32
 LR, BETAS, DECAY = 1e-3, (0.9, 0.95), 0.1
@@ -52,50 +53,12 @@ def tinytorch_setup():
 
 
 def torch_setup(weights):
-    import torch
-    import torch.nn as tnn
-    import torch.nn.functional as TF
-
-    class Block(tnn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = tnn.LayerNorm(WIDTH), tnn.LayerNorm(WIDTH)
-            self.attn = tnn.Module()
-            self.attn.qkv, self.attn.proj = tnn.Linear(WIDTH, 3 * WIDTH), tnn.Linear(WIDTH, WIDTH)
-            self.fc, self.fc_out = tnn.Linear(WIDTH, 4 * WIDTH), tnn.Linear(4 * WIDTH, WIDTH)
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = self.attn.qkv(self.ln1(x)).view(B, T, 3, HEADS, C // HEADS).permute(2, 0, 3, 1, 4)
-            a = TF.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.attn.proj(a.transpose(1, 2).reshape(B, T, C))
-            return x + self.fc_out(TF.gelu(self.fc(self.ln2(x)), approximate="tanh"))
-
-    class Model(tnn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = tnn.Embedding(VOCAB, WIDTH), tnn.Embedding(BLOCK, WIDTH)
-            self.blocks = tnn.ModuleList([Block() for _ in range(LAYERS)])
-            self.ln_f = tnn.LayerNorm(WIDTH)
-
-        def forward(self, idx, targets):
-            x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
-            for b in self.blocks:
-                x = b(x)
-            logits = TF.linear(self.ln_f(x), self.tok.weight)
-            return TF.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
-
-    model = Model()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.copy_(torch.from_numpy(weights[name]))
-    decay = [p for n, p in model.named_parameters() if p.ndim == 2 and not n.startswith("pos.")]
-    rest = [p for n, p in model.named_parameters() if not (p.ndim == 2 and not n.startswith("pos."))]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": DECAY}, {"params": rest, "weight_decay": 0.0}],
-                            lr=LR, betas=BETAS, eps=1e-8)
+    config = dict(vocab_size=VOCAB, block_size=BLOCK, n_layer=LAYERS, n_head=HEADS, n_embd=WIDTH)
+    model = torch_gpt(config, weights)
+    opt = torch_optimizer(model, LR, DECAY, BETAS)
 
     def step(x, y):
-        loss = model(torch.from_numpy(x), torch.from_numpy(y))
+        _, loss = model(x, y)
         opt.zero_grad()
         loss.backward()
         opt.step()
