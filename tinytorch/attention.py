@@ -4,7 +4,7 @@
 __all__ = ['attention_bias', 'AttentionFunction', 'scaled_dot_product_attention', 'attention_weights', 'Select', 'select',
            'MultiHeadAttention', 'sinusoidal_encoding', 'SinusoidalPositionalEncoding', 'LearnedPositionalEmbedding']
 
-# %% ../modules/06_attention/06_attention.ipynb #97c1cc6b
+# %% ../modules/06_attention/06_attention.ipynb #de71ecd8
 import math
 
 import numpy as np
@@ -12,7 +12,7 @@ import numpy as np
 from .autograd import Function, Tensor, no_grad, unbroadcast, _view_of
 from .nn import Module, Linear, Embedding, Dropout, Parameter, _rng
 
-# %% ../modules/06_attention/06_attention.ipynb #9a6ce845
+# %% ../modules/06_attention/06_attention.ipynb #7b1ad77f
 def _as_numpy(x):
     return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
 
@@ -33,7 +33,12 @@ def attention_bias(L, S, attn_mask=None, is_causal=False, dtype=np.float32):
     return mask.astype(dtype, copy=False)
     ### END SOLUTION
 
-# %% ../modules/06_attention/06_attention.ipynb #ed63aa2f
+# %% ../modules/06_attention/06_attention.ipynb #b1948fa0
+def _add_in_place(a, b):
+    a += b
+    return a
+
+
 class AttentionFunction(Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, scale, dropout_mask):
@@ -48,10 +53,10 @@ class AttentionFunction(Function):
         s = np.matmul(qa, np.swapaxes(ka, -1, -2))
         s *= scale
         if bias is not None:
-            s = s + bias
+            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)
         s -= s.max(axis=-1, keepdims=True)
         np.exp(s, out=s)
-        s /= s.sum(axis=-1, keepdims=True)
+        s *= 1 / s.sum(axis=-1, keepdims=True)
         pd = s if dropout_mask is None else s * dropout_mask
         ctx.p, ctx.pd, ctx.mask, ctx.scale = s, pd, dropout_mask, scale
         ctx.arrays = (qa, ka, va)
@@ -68,7 +73,9 @@ class AttentionFunction(Function):
         dp = np.matmul(grad, np.swapaxes(va, -1, -2))
         if ctx.mask is not None:
             dp *= ctx.mask
-        ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+        dp *= p
+        dp -= p * dp.sum(axis=-1, keepdims=True)
+        ds = dp
         ds *= ctx.scale
         grad_q = np.matmul(ds, ka)
         grad_k = np.matmul(np.swapaxes(ds, -1, -2), qa)
@@ -76,7 +83,7 @@ class AttentionFunction(Function):
                 unbroadcast(grad_v, va.shape), None, None, None)
         ### END SOLUTION
 
-# %% ../modules/06_attention/06_attention.ipynb #e4aa0dca
+# %% ../modules/06_attention/06_attention.ipynb #bb06d5db
 def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, dropout_p=0.0,
                                  scale=None, generator=None):
     """Attention like `torch.nn.functional.scaled_dot_product_attention`.
@@ -101,12 +108,11 @@ def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     q, k = query.numpy(), key.numpy()
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     bias = attention_bias(q.shape[-2], k.shape[-2], attn_mask, is_causal, s.dtype)
-    if bias is not None:
-        s = s + bias
+    s = s if bias is None else s + bias
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     return Tensor._from_array(e / e.sum(axis=-1, keepdims=True))
 
-# %% ../modules/06_attention/06_attention.ipynb #ce018a47
+# %% ../modules/06_attention/06_attention.ipynb #2075c62c
 class Select(Function):
     @staticmethod
     def forward(ctx, x, i):
@@ -115,16 +121,16 @@ class Select(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        out = np.zeros(ctx.shape, dtype=grad.dtype)
-        out[ctx.i] = grad
-        return out, None
+        full = np.zeros(ctx.shape, grad.dtype)
+        full[ctx.i] = grad
+        return full, None
 
 
 def select(x, i):
     """The view `x[i]` (i an int, along the first axis), with a cheap backward."""
     return Select.apply(x, i)
 
-# %% ../modules/06_attention/06_attention.ipynb #af38c86d
+# %% ../modules/06_attention/06_attention.ipynb #6e8874e2
 class MultiHeadAttention(Module):
     """Self-attention with `num_heads` heads over inputs (B, T, embed_dim)."""
 
@@ -172,7 +178,7 @@ class MultiHeadAttention(Module):
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, causal={self.causal}"
 
-# %% ../modules/06_attention/06_attention.ipynb #594d2f54
+# %% ../modules/06_attention/06_attention.ipynb #f90403dc
 def sinusoidal_encoding(num_positions, dim):
     """PE[p, 2i] = sin(p / 10000**(2i/dim)), PE[p, 2i+1] = cos(same); shape (num_positions, dim)."""
     if dim % 2:
@@ -186,7 +192,7 @@ def sinusoidal_encoding(num_positions, dim):
     return Tensor._from_array(pe.astype(np.float32))
     ### END SOLUTION
 
-# %% ../modules/06_attention/06_attention.ipynb #7bec8f9d
+# %% ../modules/06_attention/06_attention.ipynb #f7f5be9c
 class SinusoidalPositionalEncoding(Module):
     """Adds the fixed sinusoidal encoding of positions 0..T-1 to an input (B, T, dim)."""
 

@@ -5,7 +5,7 @@ __all__ = ['CharTokenizer', 'merge_pair', 'BPETokenizer', 'LayerCache', 'KVCache
            'GPT', 'sampling_probs', 'sample', 'generate', 'python_corpus', 'get_batch', 'keep_freed_memory',
            'estimate_loss', 'make_optimizer', 'train_gpt', 'plot_loss', 'unigram_loss']
 
-# %% ../modules/07_transformer/07_transformer.ipynb #25b743de
+# %% ../modules/07_transformer/07_transformer.ipynb #2a045663
 import json
 import math
 import pickle
@@ -24,7 +24,7 @@ from .nn import functional as F, init
 from .attention import MultiHeadAttention
 from .training import AdamW, warmup_cosine, clip_grad_norm_
 
-# %% ../modules/07_transformer/07_transformer.ipynb #39d91fa6
+# %% ../modules/07_transformer/07_transformer.ipynb #7d092eee
 class CharTokenizer:
     """One id per character of the training text (sorted), plus 256 byte ids for anything else."""
 
@@ -75,7 +75,7 @@ class CharTokenizer:
         state = json.loads(Path(path).read_text())
         return cls(chars=state["chars"], byte_fallback=state["byte_fallback"])
 
-# %% ../modules/07_transformer/07_transformer.ipynb #6707d6a0
+# %% ../modules/07_transformer/07_transformer.ipynb #30f82adc
 def merge_pair(ids, pair, new_id):
     """`ids` with each occurrence of `pair` (left to right, no overlaps) replaced by `new_id`."""
     ### BEGIN SOLUTION
@@ -91,7 +91,7 @@ def merge_pair(ids, pair, new_id):
     return out
     ### END SOLUTION
 
-# %% ../modules/07_transformer/07_transformer.ipynb #2997f6f4
+# %% ../modules/07_transformer/07_transformer.ipynb #30655b18
 class BPETokenizer:
     """Byte-level BPE: ids 0-255 are bytes; id 256 + r is the r-th learned merge."""
 
@@ -140,7 +140,7 @@ class BPETokenizer:
     def load(cls, path):
         return cls(json.loads(Path(path).read_text())["merges"])
 
-# %% ../modules/07_transformer/07_transformer.ipynb #59d4b463
+# %% ../modules/07_transformer/07_transformer.ipynb #61b08997
 class LayerCache:
     """The keys and values (B, H, t, d) of one attention layer, as numpy arrays."""
 
@@ -188,7 +188,7 @@ class CausalSelfAttention(MultiHeadAttention):
         ### END SOLUTION
         return self.proj(self.merge_heads(y))
 
-# %% ../modules/07_transformer/07_transformer.ipynb #944a9d2b
+# %% ../modules/07_transformer/07_transformer.ipynb #f8fa9f5a
 class TransformerBlock(Module):
     """Pre-LayerNorm block: x + attn(ln1(x)), then x + mlp(ln2(x)), with dropout on both."""
 
@@ -208,7 +208,7 @@ class TransformerBlock(Module):
         return x + self.drop(self.fc_out(self.act(self.fc(self.ln2(x)))))
         ### END SOLUTION
 
-# %% ../modules/07_transformer/07_transformer.ipynb #91de281c
+# %% ../modules/07_transformer/07_transformer.ipynb #b49c6ee2
 class GPT(Module):
     """A decoder-only transformer language model with a tied output layer."""
 
@@ -254,7 +254,7 @@ class GPT(Module):
     def generate(self, idx, max_new_tokens, **kwargs):
         return generate(self, idx, max_new_tokens, **kwargs)
 
-# %% ../modules/07_transformer/07_transformer.ipynb #863e4c77
+# %% ../modules/07_transformer/07_transformer.ipynb #35c73813
 def sampling_probs(logits, temperature=1.0, top_k=None, top_p=None):
     """Next-token probabilities from `logits` (..., V) after temperature, top-k and top-p."""
     if temperature <= 0:
@@ -284,13 +284,12 @@ def sample(probs, rng):
     u = rng.random(probs.shape[:-1] + (1,))
     return np.minimum((np.cumsum(probs, axis=-1) < u).sum(axis=-1), probs.shape[-1] - 1)
 
-# %% ../modules/07_transformer/07_transformer.ipynb #414cd417
+# %% ../modules/07_transformer/07_transformer.ipynb #0fb8a679
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,
              use_cache=True, return_logits=False):
     """Sample `max_new_tokens` tokens after `idx` (B, T); returns the ids (B, T + new)."""
     idx = np.array(idx.numpy() if isinstance(idx, Tensor) else idx, dtype=np.int64)
-    rng, steps = _rng(generator), []
-    was_training = model.training
+    rng, steps, mode = _rng(generator), [], model.training
     model.eval()
     ### BEGIN SOLUTION
     cache = None
@@ -308,10 +307,10 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
             nxt = sample(sampling_probs(last, temperature, top_k, top_p), rng)
             idx = np.concatenate([idx, nxt[:, None]], axis=1)
     ### END SOLUTION
-    model.train(was_training)
+    model.train(mode)
     return (idx, steps) if return_logits else idx
 
-# %% ../modules/07_transformer/07_transformer.ipynb #292f20de
+# %% ../modules/07_transformer/07_transformer.ipynb #68ddd457
 def python_corpus(max_chars=None, val_every=10):
     """(train_text, val_text) from the standard library's source files (see the text)."""
     root = Path(sysconfig.get_paths()["stdlib"])
@@ -332,7 +331,7 @@ def python_corpus(max_chars=None, val_every=10):
             break
     return "\n\n".join(train), "\n\n".join(val)
 
-# %% ../modules/07_transformer/07_transformer.ipynb #891b9356
+# %% ../modules/07_transformer/07_transformer.ipynb #bb38c618
 def get_batch(data, block_size, batch_size, rng):
     """(x, y): random windows of `data` and the same windows shifted by one token."""
     ### BEGIN SOLUTION
@@ -342,7 +341,7 @@ def get_batch(data, block_size, batch_size, rng):
     return x, y
     ### END SOLUTION
 
-# %% ../modules/07_transformer/07_transformer.ipynb #77f1c61a
+# %% ../modules/07_transformer/07_transformer.ipynb #0c6781a8
 def keep_freed_memory():
     """Ask glibc to keep freed memory for reuse instead of returning it to the OS at every free.
 
@@ -363,16 +362,15 @@ def keep_freed_memory():
         return False
 
 
+@no_grad()
 def estimate_loss(model, data, block_size, batch_size, batches=4, seed=1234):
     """Mean loss over `batches` fixed random batches of `data` (eval mode, no grad)."""
-    rng, total = np.random.default_rng(seed), 0.0
-    was_training = model.training
+    rng, total, mode = np.random.default_rng(seed), 0.0, model.training
     model.eval()
-    with no_grad():
-        for _ in range(batches):
-            x, y = get_batch(data, block_size, batch_size, rng)
-            total += model(x, targets=y)[1].item()
-    model.train(was_training)
+    for _ in range(batches):
+        x, y = get_batch(data, block_size, batch_size, rng)
+        total += model(x, targets=y)[1].item()
+    model.train(mode)
     return total / batches
 
 
@@ -403,14 +401,14 @@ def train_gpt(model, train_data, val_data, steps, batch_size=32, lr=3e-3, warmup
     keep_freed_memory()
     block = model.block_size
     rng = np.random.default_rng(seed)
-    optimizer = make_optimizer(model, lr, weight_decay)
+    opt = make_optimizer(model, lr, weight_decay)
     history = {"step": [], "loss": [], "val_step": [], "val_loss": [], "seconds": [], "tokens": 0}
     start = 0
     if resume and checkpoint is not None and Path(checkpoint).exists():
         with open(checkpoint, "rb") as f:
             state = pickle.load(f)
         model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
+        opt.load_state_dict(state["optimizer"])
         rng.bit_generator.state = state["rng"]
         default_generator._rng.bit_generator.state = state["torch_rng"]
         start, history = state["step"], state["history"]
@@ -418,21 +416,22 @@ def train_gpt(model, train_data, val_data, steps, batch_size=32, lr=3e-3, warmup
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=steps, initial=start, dynamic_ncols=True)
-    model.train()
+    model.train(True)
     began, elapsed0 = time.perf_counter(), (history["seconds"][-1] if history["seconds"] else 0.0)
     step = start
     while step < steps:
-        for group in optimizer.param_groups:
+        for group in opt.param_groups:
             group["lr"] = warmup_cosine(step, lr, warmup, steps, lr / 10 if min_lr is None else min_lr)
         x, y = get_batch(train_data, block, batch_size, rng)
-        _, loss = model(x, targets=y)
-        optimizer.zero_grad()
-        loss.backward()
-        clip_grad_norm_(model.parameters(), max_norm)
-        optimizer.step()
+        _, batch_loss = model(x, targets=y)
+        opt.zero_grad()
+        batch_loss.backward()
+        grad_norm = clip_grad_norm_(model.parameters(), max_norm)
+        opt.step()
         step += 1
         seconds = elapsed0 + time.perf_counter() - began
-        history["step"].append(step); history["loss"].append(loss.item()); history["seconds"].append(seconds)
+        history["step"].append(step); history["loss"].append(batch_loss.item()); history["seconds"].append(seconds)
+        history.setdefault("grad_norm", []).append(grad_norm)
         history["tokens"] += x.size
         if bar is not None:
             bar.update(1)
@@ -449,7 +448,7 @@ def train_gpt(model, train_data, val_data, steps, batch_size=32, lr=3e-3, warmup
                                generator=None)
                 log(tokenizer.decode(ids[0]))
             if checkpoint is not None:
-                _save(checkpoint, model, optimizer, rng, step, history)
+                _save(checkpoint, model, opt, rng, step, history)
         if done:
             break
     if bar is not None:

@@ -1,4 +1,4 @@
-"""`milestone digits`: module 05's MLP trained on scikit-learn's bundled digits (no download)."""
+"""The milestones: `digits` (module 05's MLP on scikit-learn's bundled digits) and `gpt` (module 07)."""
 from pathlib import Path
 
 
@@ -146,9 +146,9 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
             steps = _steps_for(probe_step, budget)
             model.load_state_dict(weights)
             log(f"tinytorch: about {steps} steps in {budget:.0f} s")
+            (Path(root) / "artifacts").mkdir(exist_ok=True)
             h = train_gpt(model, train, val, steps, batch_size=batch, lr=lr, warmup=warmup, eval_every=eval_every,
-                          time_budget=budget, checkpoint=Path(root) / "artifacts" / "milestone-gpt.ckpt"
-                          if (Path(root) / "artifacts").mkdir(exist_ok=True) is None else None,
+                          time_budget=budget, checkpoint=Path(root) / "artifacts" / "milestone-gpt.ckpt",
                           log=lambda m: log("  tinytorch " + m) if m.startswith("step") else None)
             final = estimate_loss(model, val, 128, batch, batches=20)
             text = tok.decode(generate(model, [prompt], 400, temperature=0.8, top_k=20, generator=Generator(0))[0])
@@ -163,8 +163,9 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
             if torch is not None:
                 torch.set_num_threads(threads)
                 torch.manual_seed(0)
-                probe_model = __import__("tinytorch_course.torch_gpt", fromlist=["x"]).torch_gpt(config, weights)
-                popt = __import__("tinytorch_course.torch_gpt", fromlist=["x"]).torch_optimizer(probe_model, lr)
+                from .torch_gpt import torch_gpt, torch_optimizer
+                probe_model = torch_gpt(config, weights)
+                popt = torch_optimizer(probe_model, lr)
                 rng = np.random.default_rng(99)
 
                 def probe_step():

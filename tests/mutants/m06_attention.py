@@ -10,15 +10,17 @@ MUTANTS = [
      "        return np.where(mask, -np.inf, 0).astype(dtype)"),
     ("attention_function", "missing 1/sqrt(d) scale", "        s *= scale\n", ""),
     ("attention_function", "mask applied after the softmax",
-     "        if bias is not None:\n            s = s + bias\n        s -= s.max(axis=-1, keepdims=True)\n"
-     "        np.exp(s, out=s)\n        s /= s.sum(axis=-1, keepdims=True)\n",
+     "        if bias is not None:\n"
+     "            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)\n"
      "        s -= s.max(axis=-1, keepdims=True)\n        np.exp(s, out=s)\n"
-     "        s /= s.sum(axis=-1, keepdims=True)\n        if bias is not None:\n"
+     "        s *= 1 / s.sum(axis=-1, keepdims=True)\n",
+     "        s -= s.max(axis=-1, keepdims=True)\n        np.exp(s, out=s)\n"
+     "        s *= 1 / s.sum(axis=-1, keepdims=True)\n        if bias is not None:\n"
      "            s = s * (bias == 0)\n"),
     ("attention_function", "softmax without the max subtraction (overflows)",
      "        s -= s.max(axis=-1, keepdims=True)\n", ""),
     ("attention_function", "softmax backward without the row-sum term",
-     "ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))", "ds = p * dp"),
+     "        dp -= p * dp.sum(axis=-1, keepdims=True)\n", ""),
     ("attention_function", "key gradient without the scale",
      "        ds *= ctx.scale\n        grad_q = np.matmul(ds, ka)\n",
      "        grad_q = np.matmul(ds, ka) * ctx.scale\n"),
