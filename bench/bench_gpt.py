@@ -1,0 +1,122 @@
+"""Training step of the GPT of module 07: TinyTorch against PyTorch eager on the CPU.
+
+Model: vocab 100, context 64, width 128, 4 heads, 4 layers, MLP 4x, batch 32, AdamW (decay on the
+2-D weights but the position table), no dropout, float32. Both frameworks start from the same weights
+and see the same batches; the script prints the largest difference of their loss curves and the
+ratio TinyTorch / PyTorch of the median step time, with 1 and with 2 threads (BLAS threads for
+numpy, `torch.set_num_threads` for PyTorch), timed interleaved in this one process.
+Targets: at most 1.0x with 1 thread, 1.15x with 2; loss curves equal to 1e-3.
+
+    .venv/bin/python bench/bench_gpt.py [--steps 20] [--rounds 3] [--threads 1 2]
+
+PyTorch is optional (`pip install torch==2.13.0`); without it the script times TinyTorch alone.
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from tinytorch.tensor import manual_seed
+from tinytorch.transformer import GPT, keep_freed_memory, make_optimizer
+from tinytorch_course.torch_gpt import torch_gpt, torch_optimizer
+
+VOCAB, BLOCK, WIDTH, HEADS, LAYERS, BATCH = 100, 64, 128, 4, 4, 32
+LR, BETAS, DECAY = 1e-3, (0.9, 0.95), 0.1
+
+
+def batches(n, seed=0):
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, VOCAB, size=200_000)
+    out = []
+    for _ in range(n):
+        s = rng.integers(0, len(data) - BLOCK - 1, size=BATCH)
+        out.append((np.stack([data[i:i + BLOCK] for i in s]), np.stack([data[i + 1:i + BLOCK + 1] for i in s])))
+    return out
+
+
+def tinytorch_setup():
+    keep_freed_memory()
+    manual_seed(0)
+    model = GPT(VOCAB, BLOCK, LAYERS, HEADS, WIDTH)
+    opt = make_optimizer(model, LR, DECAY, BETAS)
+
+    def step(x, y):
+        _, loss = model(x, targets=y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return model, step
+
+
+def torch_setup(weights):
+    config = dict(vocab_size=VOCAB, block_size=BLOCK, n_layer=LAYERS, n_head=HEADS, n_embd=WIDTH)
+    model = torch_gpt(config, weights)
+    opt = torch_optimizer(model, LR, DECAY, BETAS)
+
+    def step(x, y):
+        _, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def timed(step, data):
+    times, losses = [], []
+    for x, y in data:
+        t = time.perf_counter()
+        losses.append(step(x, y))
+        times.append(time.perf_counter() - t)
+    return times, losses
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: timing TinyTorch alone")
+    data = batches(args.steps)
+    model, tt_step = tinytorch_setup()
+    weights = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    if torch is not None:
+        th_step = torch_setup(weights)
+        with threadpool_limits(1):
+            torch.set_num_threads(1)
+            _, a = timed(tt_step, data)
+            _, b = timed(th_step, data)
+        diff = max(abs(p - q) for p, q in zip(a, b))
+        print(f"loss curves over {args.steps} steps from the same weights: first {a[0]:.4f} / {b[0]:.4f}, "
+              f"last {a[-1]:.4f} / {b[-1]:.4f}, largest difference {diff:.2e} "
+              f"({'ok' if diff <= 1e-3 else 'MISMATCH'}, target 1e-3)")
+    for n in args.threads:
+        with threadpool_limits(n):
+            if torch is not None:
+                torch.set_num_threads(n)
+            ours, theirs = [], []
+            for _ in range(args.rounds):
+                ours += timed(tt_step, data)[0][2:]
+                if torch is not None:
+                    theirs += timed(th_step, data)[0][2:]
+        line = f"{n} thread(s): TinyTorch {statistics.median(ours) * 1e3:.1f} ms/step"
+        if torch is not None:
+            ratio = statistics.median(ours) / statistics.median(theirs)
+            target = 1.0 if n == 1 else 1.15
+            line += (f", PyTorch {statistics.median(theirs) * 1e3:.1f} ms/step, ratio {ratio:.2f}x "
+                     f"(target <= {target}x: {'met' if ratio <= target else 'NOT met'})")
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

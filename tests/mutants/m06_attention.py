@@ -1,0 +1,42 @@
+MUTANTS = [
+    ("attention_bias", "causal mask off by one (the diagonal masked)",
+     "allowed = np.arange(S)[None, :] <= np.arange(L)[:, None]",
+     "allowed = np.arange(S)[None, :] < np.arange(L)[:, None]"),
+    ("attention_bias", "causal mask off by one (one future key visible)",
+     "allowed = np.arange(S)[None, :] <= np.arange(L)[:, None]",
+     "allowed = np.arange(S)[None, :] <= np.arange(L)[:, None] + 1"),
+    ("attention_bias", "boolean mask inverted",
+     "        return np.where(mask, 0, -np.inf).astype(dtype)",
+     "        return np.where(mask, -np.inf, 0).astype(dtype)"),
+    ("attention_function", "missing 1/sqrt(d) scale", "        s *= scale\n", ""),
+    ("attention_function", "mask applied after the softmax",
+     "        if bias is not None:\n"
+     "            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)\n"
+     "        s -= s.max(axis=-1, keepdims=True)\n        np.exp(s, out=s)\n"
+     "        s *= 1 / s.sum(axis=-1, keepdims=True)\n",
+     "        s -= s.max(axis=-1, keepdims=True)\n        np.exp(s, out=s)\n"
+     "        s *= 1 / s.sum(axis=-1, keepdims=True)\n        if bias is not None:\n"
+     "            s = s * (bias == 0)\n"),
+    ("attention_function", "softmax without the max subtraction (overflows)",
+     "        s -= s.max(axis=-1, keepdims=True)\n", ""),
+    ("attention_function", "softmax backward without the row-sum term",
+     "        dp -= p * dp.sum(axis=-1, keepdims=True)\n", ""),
+    ("attention_function", "key gradient without the scale",
+     "        ds *= ctx.scale\n        grad_q = np.matmul(ds, ka)\n",
+     "        grad_q = np.matmul(ds, ka) * ctx.scale\n"),
+    ("attention_function", "dropout mask ignored in backward",
+     "        if ctx.mask is not None:\n            dp *= ctx.mask\n", ""),
+    ("mha", "heads merged in the wrong order",
+     "return x.transpose(1, 2).reshape(B, T, H * d)", "return x.permute(0, 2, 3, 1).reshape(B, T, H * d)"),
+    ("mha", "q, k, v split from the wrong layout",
+     "parts = qkv.view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)",
+     "parts = qkv.view(B, T, self.num_heads, 3, self.head_dim).permute(3, 0, 2, 1, 4)"),
+    ("mha", "dropout also in eval mode", "p = self.dropout if self.training else 0.0", "p = self.dropout"),
+    ("mha", "causal flag ignored", "is_causal=self.causal and attn_mask is None,", "is_causal=False,"),
+    ("sinusoidal", "sin and cos swapped",
+     "    pe[:, 0::2] = np.sin(pos * freq)\n    pe[:, 1::2] = np.cos(pos * freq)",
+     "    pe[:, 0::2] = np.cos(pos * freq)\n    pe[:, 1::2] = np.sin(pos * freq)"),
+    ("sinusoidal", "exponent i/d instead of 2i/d",
+     "freq = 10000.0 ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)",
+     "freq = 10000.0 ** (-np.arange(0, dim // 2, dtype=np.float64) / dim)"),
+]
