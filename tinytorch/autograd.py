@@ -8,7 +8,7 @@ __all__ = ['tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat', 'stack',
            'ExtremeDim', 'Maximum', 'Minimum', 'Cat', 'Where', 'Triangle', 'Mul', 'Div', 'Exp', 'Log', 'grad',
            'gradcheck', 'Sum', 'Mean', 'Permute', 'Expand', 'MatMul', 'Index', 'graph_text', 'plot_graph']
 
-# %% ../modules/03_autograd/03_autograd.ipynb #9a4aab40
+# %% ../modules/03_autograd/03_autograd.ipynb #84d063d7
 import contextlib
 import math
 import numbers
@@ -19,7 +19,7 @@ import numpy as np
 from .tensor import DTYPES, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
 
-# %% ../modules/03_autograd/03_autograd.ipynb #949f6cf8
+# %% ../modules/03_autograd/03_autograd.ipynb #c0c3b64c
 class _GradMode:
     enabled = True  # the one switch that `Function.apply` reads
 
@@ -58,7 +58,7 @@ class enable_grad(set_grad_enabled):
     def __init__(self):
         super().__init__(True)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #cfe97a5e
+# %% ../modules/03_autograd/03_autograd.ipynb #4001af8b
 class Context:
     """One recorded operation: what its `backward` needs, and its place in the graph (a `grad_fn`).
 
@@ -112,7 +112,7 @@ class Context:
         return self.saved
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #026a09f4
+# %% ../modules/03_autograd/03_autograd.ipynb #1e58a883
 class Function:
     """A differentiable operation: subclasses define `forward(ctx, ...)` and `backward(ctx, grad)`."""
 
@@ -150,7 +150,7 @@ class Function:
         return out
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #3a0532f9
+# %% ../modules/03_autograd/03_autograd.ipynb #b672a81a
 def unbroadcast(grad, shape):
     """Sum the numpy array `grad` down to `shape`, undoing broadcasting. Returns an array of `shape`."""
     shape = tuple(shape)
@@ -169,7 +169,7 @@ def unbroadcast(grad, shape):
     return grad.sum(axis=tuple(axes), keepdims=True).reshape(shape)
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #af5e5fca
+# %% ../modules/03_autograd/03_autograd.ipynb #08fdff0e
 def topological_order(root):
     """Every node reachable from the node `root`, root first, each before the nodes of its inputs."""
     ### BEGIN SOLUTION
@@ -190,7 +190,7 @@ def topological_order(root):
     return order
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #875b17a3
+# %% ../modules/03_autograd/03_autograd.ipynb #5c215faf
 def fit_gradient(grad, t):
     """`grad` (a numpy array) summed to `t`'s shape (`unbroadcast`) and cast to `t`'s dtype."""
     if type(grad) is not np.ndarray:
@@ -217,7 +217,7 @@ def _deliver(t, grad, capture):
         previous = capture[id(t)]
         capture[id(t)] = grad if previous is None else previous + grad
 
-# %% ../modules/03_autograd/03_autograd.ipynb #18ce0cb3
+# %% ../modules/03_autograd/03_autograd.ipynb #afd5565b
 def run_backward(root, grad, retain_graph=False, capture=None):
     """Propagate `grad` (d result / d root) from `root` back to the leaves (see the text)."""
     ### BEGIN SOLUTION
@@ -254,7 +254,7 @@ def run_backward(root, grad, retain_graph=False, capture=None):
             node.free()
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #2099433a
+# %% ../modules/03_autograd/03_autograd.ipynb #36e7766c
 _FAST_DTYPES = frozenset(d.numpy_dtype for d in DTYPES)
 _STRIDES = {}  # shape -> contiguous strides, so that wrapping a result computes them once per shape
 
@@ -324,7 +324,7 @@ class Tensor(BaseTensor):
         if not fast:
             return super()._binary(other, op, reverse)
         a = self.numpy()
-        return self._wrap(op(b, a) if reverse else op(a, b))
+        return self._from_array(op(b, a) if reverse else op(a, b))
 
     def _match_shapes(self, other):
         """Broadcast like module 02, with the parent's (never recorded) `expand`."""
@@ -563,7 +563,7 @@ def _parent(name):
     """The parent class's (module 02's) classmethod `name`, making instances of our Tensor."""
     return getattr(BaseTensor, name).__func__.__get__(Tensor)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #da2960d3
+# %% ../modules/03_autograd/03_autograd.ipynb #61cd93b5
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -852,7 +852,7 @@ class Triangle(Function):
         which, diagonal = ctx.inputs[1:]
         return getattr(BaseTensor, which)(Tensor._from_array(grad), diagonal).numpy(), None, None
 
-# %% ../modules/03_autograd/03_autograd.ipynb #f9626bcc
+# %% ../modules/03_autograd/03_autograd.ipynb #4cc2a345
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -882,7 +882,7 @@ class Div(Function):
         return grad / b, -grad * a / (b * b)
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #28ce17e2
+# %% ../modules/03_autograd/03_autograd.ipynb #ff24be1a
 class Exp(Function):
     @staticmethod
     def forward(ctx, x):
@@ -915,7 +915,7 @@ class Log(Function):
         return grad / x.numpy()
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #b7d311ab
+# %% ../modules/03_autograd/03_autograd.ipynb #8afe920e
 def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
     """Gradients of `outputs` (a tensor or a sequence) w.r.t. `inputs`, as a tuple of tensors."""
     outputs = [outputs] if isinstance(outputs, BaseTensor) else list(outputs)
@@ -948,7 +948,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
         results.append(None if g is None else Tensor._from_array(np.array(g, dtype=t.storage.dtype)))
     return tuple(results)
 
-# %% ../modules/03_autograd/03_autograd.ipynb #3d3cf3b2
+# %% ../modules/03_autograd/03_autograd.ipynb #db14df4a
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     """Compare autograd's gradients of `fn(*inputs)` with central differences, element by element."""
     inputs = tuple(inputs)
@@ -983,7 +983,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     return True
     ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #3462b299
+# %% ../modules/03_autograd/03_autograd.ipynb #43e66ad6
 class Sum(Function):
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
@@ -1016,7 +1016,7 @@ class Mean(Function):
         return np.broadcast_to(g, ctx.shape), None, None
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #44b59e1a
+# %% ../modules/03_autograd/03_autograd.ipynb #e8e6fff5
 class Permute(Function):
     @staticmethod
     def forward(ctx, x, dims):
@@ -1044,7 +1044,7 @@ class Expand(Function):
         return unbroadcast(grad, ctx.shape), None
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #3150166a
+# %% ../modules/03_autograd/03_autograd.ipynb #27397c72
 class MatMul(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -1064,7 +1064,7 @@ class MatMul(Function):
         return grad_a, grad_b
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #facb9e29
+# %% ../modules/03_autograd/03_autograd.ipynb #f1ee2502
 class Index(Function):
     @staticmethod
     def forward(ctx, x, index):
@@ -1081,7 +1081,7 @@ class Index(Function):
         return out, None
         ### END SOLUTION
 
-# %% ../modules/03_autograd/03_autograd.ipynb #7af418d4
+# %% ../modules/03_autograd/03_autograd.ipynb #8a2b5966
 def _graph_edges(t):
     """`(items, edges)`: the nodes and leaves of `t`'s graph (root first) and (user, input) pairs."""
     root = t.grad_fn or t
