@@ -85,15 +85,6 @@ def autograde(root, module_ids=None, student_ids=None, jobs=None, **options):
     return autograde_class(root, module_ids, student_ids, jobs=jobs, **options)
 
 
-def generate_feedback(root, module_id, student_ids):
-    """Feedback HTML per student (hidden-test source cleared): feedback/<student>/NN/NN.html."""
-    grader = api(root)
-    for student_id in student_ids:
-        check(grader.generate_feedback(module_id, student_id, force=True),
-              f"generate_feedback {module_id} for {student_id}")
-    return [Path(root) / "feedback" / s / module_id / f"{module_id}.html" for s in student_ids]
-
-
 def export_grades(root, csv_path):
     """`nbgrader export` to `csv_path`, plus each row's grading `status` and `reasons`.
 
