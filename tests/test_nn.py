@@ -123,6 +123,22 @@ def test_embedding_forward_and_repeated_index_gradient():
     assert gradcheck(lambda t: F.embedding(np.array([1, 1, 3]), t), (w,))
 
 
+@given(st.lists(st.integers(-6, 5), max_size=12), st.integers(1, 3), st.integers(0, 99))
+@settings(max_examples=40, deadline=None)
+def test_embedding_gradient_sums_every_use_of_a_row(indices, width, seed):
+    """Against np.add.at: repeated rows, negative indices (row -1 is the last row), no indices at all."""
+    index = np.array(indices, dtype=np.int64)
+    if index.size % 2 == 0:
+        index = index.reshape(-1, 2)  # a 2-D batch of indices too
+    rng = np.random.default_rng(seed)
+    weight = Tensor.tensor(rng.standard_normal((6, width)), requires_grad=True)
+    g = rng.standard_normal(index.shape + (width,))
+    F.embedding(index, weight).backward(g)
+    expected = np.zeros((6, width))
+    np.add.at(expected, index.reshape(-1), g.reshape(-1, width))
+    assert np.allclose(weight.grad.numpy(), expected)
+
+
 def test_default_initialisation_follows_pytorch():
     layer = nn.Linear(256, 1000)
     w, b = layer.weight.numpy(), layer.bias.numpy()

@@ -446,8 +446,15 @@ class EmbeddingFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        """Each used row gets the sum of its rows of `grad` (sorted once, then summed in runs)."""
         grad_w = np.zeros((ctx.num,) + grad.shape[ctx.index.ndim:], dtype=grad.dtype)
-        np.add.at(grad_w, ctx.index.reshape(-1), grad.reshape((-1,) + grad_w.shape[1:]))
+        index = ctx.index.reshape(-1) % ctx.num  # row -1 is row num - 1
+        if index.size:
+            rows = grad.reshape((index.size,) + grad_w.shape[1:])
+            order = np.argsort(index, kind="stable")
+            ordered = index[order]
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+            grad_w[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
         return grad_w, None
 
 
@@ -569,7 +576,15 @@ class GELUFunction(Function):
         if ctx.approximate == "tanh":
             t = ctx.t
             du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * a * a)
-            return grad * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * du), None
+            d = t * t  # d = ½ (1 + t + a (1 − t²) du), built in place: no temporary per term
+            np.subtract(1, d, out=d)
+            d *= a
+            d *= du
+            d += t
+            d += 1
+            d *= 0.5
+            d *= grad
+            return d, None
         pdf = np.exp(-0.5 * a * a) / math.sqrt(2 * math.pi)
         return grad * (ctx.cdf + a * pdf), None
         ### END SOLUTION
