@@ -10,6 +10,8 @@ Targets: at most 1.0x with 1 thread, 1.15x with 2; loss curves equal to 1e-3.
     .venv/bin/python bench/bench_gpt.py [--steps 20] [--rounds 3] [--threads 1 2]
 
 PyTorch is optional (`pip install torch==2.13.0`); without it the script times TinyTorch alone.
+The script first prints which OpenBLAS kernel numpy runs: where OPENBLAS_CORETYPE forces an older
+kernel than the CPU's own (PyTorch ignores that variable), it says so and how to compare like with like.
 """
 import argparse
 import statistics
@@ -20,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from tinytorch.tensor import manual_seed
 from tinytorch.transformer import GPT, keep_freed_memory, make_optimizer
-from tinytorch_course.torch_gpt import torch_gpt, torch_optimizer
+from tinytorch_course.torch_gpt import describe_blas, torch_gpt, torch_optimizer
 
 VOCAB, BLOCK, WIDTH, HEADS, LAYERS, BATCH = 100, 64, 128, 4, 4, 32
 LR, BETAS, DECAY = 1e-3, (0.9, 0.95), 0.1
@@ -82,6 +84,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
+    print(describe_blas())
     try:
         import torch
     except ImportError:

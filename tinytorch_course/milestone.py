@@ -120,7 +120,10 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
     from tinytorch.transformer import (GPT, estimate_loss, generate, get_batch, keep_freed_memory,
                                        make_optimizer, train_gpt, unigram_loss)
 
+    from .torch_gpt import describe_blas
+
     keep_freed_memory()
+    log(describe_blas())
     tok, train, val = _corpus(max_chars)
     budget = 60.0 * minutes
     config = dict(vocab_size=tok.vocab_size, block_size=128, n_layer=4, n_head=4, n_embd=128, dropout=0.0)

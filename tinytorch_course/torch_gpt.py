@@ -3,6 +3,8 @@
 Same architecture, parameter names, initial weights (copied from a TinyTorch model), optimizer groups,
 schedule and batches as `tinytorch.transformer`, so that the two differ only in the framework.
 """
+import os
+
 import numpy as np
 
 
@@ -61,3 +63,19 @@ def torch_optimizer(model, lr, weight_decay=0.1, betas=(0.9, 0.95)):
     rest = [p for n, p in model.named_parameters() if not (p.ndim == 2 and not n.startswith("pos."))]
     return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                               {"params": rest, "weight_decay": 0.0}], lr=lr, betas=betas, eps=1e-8)
+
+
+def describe_blas():
+    """numpy's BLAS and its kernel, for comparisons with PyTorch; warns if the environment forces the kernel."""
+    from threadpoolctl import threadpool_info
+
+    blas = next((p for p in threadpool_info() if p["user_api"] == "blas"), None)
+    if blas is None:
+        return "numpy's BLAS: not found by threadpoolctl"
+    line = f"numpy's BLAS: {blas['internal_api']} {blas['version']}, kernel {blas.get('architecture')}"
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced:
+        line += (f"\n  OPENBLAS_CORETYPE={forced} is set: numpy runs that kernel, not the one OpenBLAS would "
+                 "pick for this CPU, and PyTorch is unaffected. To compare like with like, run the command "
+                 "under `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`.")
+    return line
