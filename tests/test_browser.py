@@ -95,6 +95,8 @@ def test_a_learner_fills_an_exercise_and_sees_its_visible_test_pass(browser, tmp
         page.set_default_timeout(90_000)
         page.goto(f"{url}/lab/tree/modules/01_tensor/01_tensor.ipynb?token={token}")
         page.locator(".jp-Notebook").wait_for()
+        config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
+        assert config["news"] == {"disabled": True}, "the learner's lab must not ask about Jupyter news"
         page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
         cell = page.locator(".jp-CodeCell", has_text="def contiguous_strides(shape):")
         cell.locator(".cm-content").click()

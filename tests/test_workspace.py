@@ -10,7 +10,7 @@ import pytest
 
 from tinytorch_course import grading, notebooks
 from tinytorch_course.leaks import leaks
-from tinytorch_course.workspace import KIT_NAME, kit_files, make_workspace
+from tinytorch_course.workspace import KIT_NAME, kit_files, learner_lock, make_workspace
 from conftest import REPO, copy_course
 
 MODULES = notebooks.module_ids(REPO)
@@ -69,6 +69,30 @@ def test_kit_holds_no_solutions_no_hidden_tests_and_no_gradebook(kit_and_zip, tm
                        for p in files for part in p.relative_to(folder).parts)
 
 
+def lock_pins(text):
+    """The `name==version` lines of a lock, names normalised."""
+    return {line.split("#")[0].strip().lower().replace("_", "-") for line in text.splitlines()
+            if "==" in line and not line.startswith("#")}
+
+
+def test_the_kit_lock_keeps_everything_its_packages_need():
+    """Every requirement of every package in the kit's lock (as installed here) is in the lock too."""
+    from importlib import metadata
+    from packaging.requirements import Requirement
+
+    kept = {pin.split("==")[0] for pin in lock_pins(learner_lock((REPO / "requirements.lock").read_text()))}
+    missing = set()
+    for name in kept:
+        for line in metadata.requires(name) or []:
+            requirement = Requirement(line)
+            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            needed = requirement.name.lower().replace("_", "-")
+            if needed not in kept and needed != "wheel":  # pip provides wheel itself
+                missing.add(f"{name} needs {needed}")
+    assert not missing, sorted(missing)
+
+
 def test_kit_layout(kit_and_zip):
     kit, archive = kit_and_zip
     files = {str(p.relative_to(kit)) for p in kit_files(kit)}
@@ -76,7 +100,11 @@ def test_kit_layout(kit_and_zip):
     assert package == {"tinytorch/__init__.py", "tinytorch/testing.py"}, "the learner's exports fill it"
     assert {f"modules/{m}/{m}.ipynb" for m in MODULES} <= files
     assert {"README.md", "setup", "learn", "settings.ini", "requirements.lock"} <= files
-    assert (kit / "requirements.lock").read_text() == (REPO / "requirements.lock").read_text()
+    pins = lock_pins((kit / "requirements.lock").read_text())
+    assert pins <= lock_pins((REPO / "requirements.lock").read_text()), "the kit pins the course's versions"
+    names = {pin.split("==")[0] for pin in pins}
+    assert {"numpy", "nbdev", "jupyterlab", "matplotlib", "scikit-learn", "tqdm"} <= names
+    assert not {"playwright", "pytest", "hypothesis"} & names, "the course's test tools stay out of the kit"
     with zipfile.ZipFile(archive) as z:
         assert {n.split("/", 1)[1] for n in z.namelist()} == files
         for script in ("setup", "learn"):

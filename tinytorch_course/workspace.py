@@ -4,7 +4,7 @@ The kit is a folder `tinytorch-workspace/`:
 
     README.md, setup, learn     the learner's guide, the one-time setup, the learner's commands
     settings.ini                nbdev's settings (the course's own: modules/ -> tinytorch/)
-    requirements.lock           the course's pinned environment
+    requirements.lock           the course's pinned environment, less what only its test suite uses
     modules/NN_name/            the release notebooks
     tinytorch/                  the learner's package: only __init__.py and testing.py until they export
     tinytorch_kit/              the commands behind ./learn (tinytorch_course/learner.py and nbcells.py)
@@ -34,8 +34,20 @@ COPIED = {
     "README.md": "@kit/README.md", "setup": "@kit/setup", "learn": "@kit/learn", ".gitignore": "@kit/gitignore",
     "tinytorch_kit/__init__.py": "@learner.py", "tinytorch_kit/nbcells.py": "@nbcells.py",
     "tinytorch/__init__.py": "tinytorch/__init__.py", "tinytorch/testing.py": "tinytorch/testing.py",
-    "settings.ini": "settings.ini", "requirements.lock": "requirements.lock",
+    "settings.ini": "settings.ini",
 }
+# Pinned in the course's requirements.lock for its own test suite (the browser test among them);
+# learners' notebooks and commands never import them, so the kit's lock leaves them out.
+TEST_ONLY = {"pytest", "pytest-xdist", "execnet", "iniconfig", "pluggy", "hypothesis", "sortedcontainers",
+             "playwright", "greenlet"}
+
+
+def learner_lock(lock_text):
+    """The course's requirements.lock without the `TEST_ONLY` pins."""
+    def name(line):
+        return line.split("==")[0].strip().lower().replace("_", "-")
+    return "".join(line for line in lock_text.splitlines(keepends=True)
+                   if "==" not in line or name(line) not in TEST_ONLY)
 
 
 def _source(root, origin):
@@ -48,6 +60,7 @@ def write_kit(root, kit):
         (kit / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(_source(root, origin), kit / target)
     (kit / "tinytorch_kit" / "__main__.py").write_text(KIT_MAIN)
+    (kit / "requirements.lock").write_text(learner_lock((Path(root) / "requirements.lock").read_text()))
     for mid in notebooks.module_ids(root):
         release = notebooks.notebook_path(root, "release", mid)
         if not release.is_file():
