@@ -95,8 +95,9 @@ def test_a_learner_fills_an_exercise_and_sees_its_visible_test_pass(browser, tmp
         page.set_default_timeout(90_000)
         page.goto(f"{url}/lab/tree/modules/01_tensor/01_tensor.ipynb?token={token}")
         page.locator(".jp-Notebook").wait_for()
-        config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
-        assert config["news"] == {"disabled": True}, "the learner's lab must not ask about Jupyter news"
+        news = page.request.get(f"{url}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}")
+        fetch_news = news.json()["schema"]["properties"]["fetchNews"]["default"]  # overrides set defaults
+        assert fetch_news == "false", "the kit's lab settings must turn Jupyter news off"
         page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
         cell = page.locator(".jp-CodeCell", has_text="def contiguous_strides(shape):")
         cell.locator(".cm-content").click()
@@ -112,6 +113,7 @@ def test_a_learner_fills_an_exercise_and_sees_its_visible_test_pass(browser, tmp
         assert imported.strip() == f"tinytorch from {kit / 'tinytorch' / '__init__.py'}", \
             "the kernel must import the workspace's own package"
         passed.scroll_into_view_if_needed()
+        assert page.get_by_text("notified about official Jupyter news").count() == 0, "no news pop-up"
         page.screenshot(path=str(SHOTS / "learner-visible-test-passes.png"))
         page.close()
 

@@ -7,8 +7,9 @@ The kit is a folder `tinytorch-workspace/`:
     requirements.lock           the course's pinned environment, less what only its test suite uses
     modules/NN_name/            the release notebooks
     tinytorch/                  the learner's package: only __init__.py and testing.py until they export
-    tinytorch_kit/              the commands behind ./learn (tinytorch_course/learner.py and nbcells.py)
-                                and an untouched copy of each release notebook
+    tinytorch_kit/              the commands behind ./learn (tinytorch_course/learner.py and nbcells.py),
+                                an untouched copy of each release notebook, and JupyterLab's settings
+                                overrides for ./learn lab (lab-settings/)
     milestones/                 programs that run on the learner's own package
 """
 import shutil
@@ -33,6 +34,7 @@ sys.exit(main())
 COPIED = {
     "README.md": "@kit/README.md", "setup": "@kit/setup", "learn": "@kit/learn", ".gitignore": "@kit/gitignore",
     "tinytorch_kit/__init__.py": "@learner.py", "tinytorch_kit/nbcells.py": "@nbcells.py",
+    "tinytorch_kit/lab-settings/overrides.json": "@kit/lab-overrides.json",
     "tinytorch/__init__.py": "tinytorch/__init__.py", "tinytorch/testing.py": "tinytorch/testing.py",
     "settings.ini": "settings.ini",
 }
