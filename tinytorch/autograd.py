@@ -295,7 +295,7 @@ def _elementwise(a, b, op):
     x = a._np if isinstance(a, Tensor) else None
     y = b._np if isinstance(b, Tensor) else None
     if x is not None and x.dtype.kind == "f":
-        if y is not None and y.dtype is x.dtype and y.shape == x.shape:
+        if y is not None and y.dtype is x.dtype and b.shape == a.shape:
             return _wrap(op(x, y))
         if type(b) is float:
             return _wrap(op(x, b))
