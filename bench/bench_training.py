@@ -8,7 +8,12 @@ rounds. Networks (batch 256): the digits milestone MLP 64-256-128-10, and a 3-la
 
 The optimizer step is timed alone too: it loops over the parameters (never over elements).
 
-    .venv/bin/python bench/bench_training.py [--threads N]
+glibc is asked to keep freed memory for reuse (`keep_freed_memory`, as in bench_gpt.py and the GPT
+milestone): by default it returns every freed block above 128 KiB to the OS, and the page faults
+that take them back cost more than the arithmetic of a step this small, by an amount that depends on
+the order of allocations rather than on the framework. `--default-malloc` measures without it.
+
+    .venv/bin/python bench/bench_training.py [--threads N] [--default-malloc]
 """
 import argparse
 import time
@@ -19,6 +24,7 @@ from tinytorch.autograd import Tensor
 from tinytorch.nn import Linear, ReLU, Sequential
 from tinytorch.nn import functional as F
 from tinytorch.training import AdamW
+from tinytorch.transformer import keep_freed_memory
 
 ROUNDS, STEPS = 5, 10
 LR, BETAS, EPS, DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01
@@ -80,11 +86,16 @@ def numpy_setup(params, x, y):
             w *= 1 - LR * DECAY
             mm *= BETAS[0]
             mm += (1 - BETAS[0]) * gr
+            step = np.square(gr)
+            step *= 1 - BETAS[1]
             vv *= BETAS[1]
-            vv += (1 - BETAS[1]) * (gr * gr)
-            denom = np.sqrt(vv / (1 - BETAS[1] ** t[0]))
-            denom += EPS
-            w -= (LR / (1 - BETAS[0] ** t[0])) * mm / denom
+            vv += step
+            np.sqrt(vv, out=step)
+            step /= np.sqrt(1 - BETAS[1] ** t[0])
+            step += EPS
+            np.divide(mm, step, out=step)
+            step *= LR / (1 - BETAS[0] ** t[0])
+            w -= step
         return float(loss)
 
     return step
@@ -121,7 +132,10 @@ def compare(name, sizes, batch=256):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=None, help="BLAS threads (default: numpy's)")
+    parser.add_argument("--default-malloc", action="store_true", help="leave glibc's allocator as it is")
     args = parser.parse_args()
+    if not args.default_malloc:
+        keep_freed_memory()
     if args.threads:
         from threadpoolctl import threadpool_limits
         threadpool_limits(args.threads, user_api="blas")

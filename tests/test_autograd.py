@@ -217,6 +217,42 @@ def test_graph_is_freed_no_memory_growth_over_1000_steps():
     assert after - before < 64 * 1024, f"memory grew by {after - before} bytes over 1,000 steps"
 
 
+def test_fresh_leaf_gradients_are_kept_and_shared_ones_copied():
+    returned = []
+
+    class Scale(ag.Function):  # backward returns a fresh array, or one it keeps on ctx
+        @staticmethod
+        def forward(ctx, x, keep):
+            ctx.keep = keep
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, grad):
+            g = ctx.kept = grad * 3.0
+            returned.append(g)
+            return (ctx.kept if ctx.keep else g), None
+
+    a = ag.tensor([1.0, 2.0], requires_grad=True)
+    Scale.apply(a, False).sum().backward()
+    assert a.grad.numpy() is returned[-1] and a.grad.tolist() == [3.0, 3.0]  # no copy needed
+    a.grad = None
+    y = Scale.apply(a, True).sum()
+    y.backward(retain_graph=True)  # the graph may run again: its arrays are not handed over
+    assert not np.shares_memory(a.grad.numpy(), returned[-1])
+    a.grad.numpy()[...] = 0.0  # what clip_grad_norm_ or zero_grad(set_to_none=False) do
+    y.backward()
+    assert a.grad.tolist() == [3.0, 3.0]
+    b = ag.tensor([3.0, 4.0], requires_grad=True)
+    (a + b).sum().backward()  # Add hands the same array to both inputs
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    seed = ag.tensor([1.0, 1.0])
+    b.grad = None
+    b.clone().backward(seed)  # Clone returns the caller's own gradient
+    assert not np.shares_memory(b.grad.numpy(), seed.numpy())
+    b.grad.numpy()[...] = 5.0
+    assert seed.tolist() == [1.0, 1.0]
+
+
 def test_grad_function_leaves_dot_grad_alone():
     a = ag.tensor([1.0, 2.0], requires_grad=True)
     h = a * a

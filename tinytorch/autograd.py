@@ -91,7 +91,7 @@ class Context:
         """Keep `tensors` (and, for each Tensor among them, its current `_version`) for backward."""
         ### BEGIN SOLUTION
         self.saved = tensors
-        self.versions = tuple([t._version if isinstance(t, Tensor) else None for t in tensors])
+        self.versions = [t._version if isinstance(t, Tensor) else None for t in tensors]
         ### END SOLUTION
 
     @property
@@ -202,17 +202,25 @@ def fit_gradient(grad, t):
     return grad
 
 
-def accumulate_grad(t, grad):
-    """Add `grad` into `t.grad` (a new Tensor holding a copy of `grad` if `t.grad` is None)."""
+def accumulate_grad(t, grad, owned=False):
+    """Add `grad` into `t.grad`; a new `.grad` holds a copy of `grad`, or `grad` itself if `owned`."""
     if t.grad is None:
-        t.grad = Tensor._from_array(np.array(grad, dtype=t.storage.dtype, order="C"))
+        t.grad = Tensor._from_array(grad if owned else np.array(grad, dtype=t.storage.dtype, order="C"))
     else:
         t.grad = Tensor._from_array(t.grad.numpy() + grad)
 
 
-def _deliver(t, grad, capture):
+def _owned(gi, g, input_grads, retain_graph):
+    """True when the engine may keep `gi` (a gradient from a backward that got `g`) as a `.grad`
+    without copying it: a fresh writable array (not a view, not `g`, not given to two inputs) from
+    a graph that is freed (so no node can return it again)."""
+    return (not retain_graph and gi is not g and gi.base is None and gi.flags.writeable
+            and sum(x is gi for x in input_grads) <= 1)
+
+
+def _deliver(t, grad, capture, owned=False):
     if capture is None:
-        accumulate_grad(t, grad)
+        accumulate_grad(t, grad, owned)
     elif id(t) in capture:
         previous = capture[id(t)]
         capture[id(t)] = grad if previous is None else previous + grad
@@ -246,7 +254,7 @@ def run_backward(root, grad, retain_graph=False, capture=None):
                 if type(gi) is not np.ndarray or gi.shape != t.shape or gi.dtype != t.storage.dtype:
                     gi = fit_gradient(gi, t)
                 if t.grad_fn is None:
-                    _deliver(t, gi, capture)
+                    _deliver(t, gi, capture, _owned(gi, g, input_grads, retain_graph))
                 else:
                     previous = grads.get(t.grad_fn)
                     grads[t.grad_fn] = gi if previous is None else previous + gi
@@ -264,8 +272,35 @@ def as_array(x):
     return x.numpy() if isinstance(x, BaseTensor) else x
 
 
+def _wrap(array):
+    """A new (autograd) Tensor on the numpy result `array`, of a supported dtype: no other checks."""
+    if not array.flags.c_contiguous:
+        array = array.copy()
+    shape = array.shape
+    strides = _STRIDES.get(shape)
+    if strides is None:
+        strides = contiguous_strides(shape)
+        if len(_STRIDES) < 4096:
+            _STRIDES[shape] = strides
+    t = object.__new__(Tensor)
+    t.storage, t.shape, t.strides, t.offset, t._np = array.ravel(), shape, strides, 0, array
+    return t
+
+
 def _elementwise(a, b, op):
-    """`op(a, b)` computed by the tensor code of modules 01-02 (no recording); one may be a number."""
+    """`op(a, b)` computed by the tensor code of modules 01-02 (no recording); one may be a number.
+
+    Fast path, same result: float tensors of one shape and dtype, or a float tensor and a Python
+    float, go straight to numpy (`_np` is a tensor's cached numpy view, None until first used)."""
+    x = a._np if isinstance(a, Tensor) else None
+    y = b._np if isinstance(b, Tensor) else None
+    if x is not None and x.dtype.kind == "f":
+        if y is not None and y.dtype is x.dtype and b.shape == a.shape:
+            return _wrap(op(x, y))
+        if type(b) is float:
+            return _wrap(op(x, b))
+    elif y is not None and type(a) is float and y.dtype.kind == "f":
+        return _wrap(op(a, y))
     if isinstance(a, BaseTensor):
         return a._binary(b, op)
     return b._binary(a, op, reverse=True)
@@ -287,21 +322,9 @@ class Tensor(BaseTensor):
             array = np.asarray(array)
         if array.dtype not in _FAST_DTYPES:
             return super()._from_array(array)  # raises the parent's clear error
-        return cls._wrap(array)
-
-    @classmethod
-    def _wrap(cls, array):
-        """`_from_array` for a numpy result of a supported dtype (the checks its callers made)."""
-        if not array.flags.c_contiguous:
-            array = array.copy()
-        shape = array.shape
-        strides = _STRIDES.get(shape)
-        if strides is None:
-            strides = contiguous_strides(shape)
-            if len(_STRIDES) < 4096:
-                _STRIDES[shape] = strides
-        t = object.__new__(cls)
-        t.storage, t.shape, t.strides, t.offset, t._np = array.ravel(), shape, strides, 0, array
+        t = _wrap(array)
+        if cls is not Tensor:
+            t.__class__ = cls
         return t
 
     def numpy(self):

@@ -140,11 +140,16 @@ class Adam(Optimizer):
                 g = g + decay * w
         m *= beta1
         m += (1 - beta1) * g
+        step = np.square(g)  # one scratch array for the rest: fewer temporaries, less memory traffic
+        step *= 1 - beta2
         v *= beta2
-        v += (1 - beta2) * (g * g)
-        denom = np.sqrt(v / (1 - beta2 ** t))
-        denom += eps
-        w -= (lr / (1 - beta1 ** t)) * m / denom
+        v += step
+        np.sqrt(v, out=step)
+        step /= math.sqrt(1 - beta2 ** t)  # sqrt of the bias-corrected v
+        step += eps
+        np.divide(m, step, out=step)
+        step *= lr / (1 - beta1 ** t)  # the bias correction of m
+        w -= step
         ### END SOLUTION
 
 
@@ -408,8 +413,10 @@ def load_checkpoint(path, model, optimizer=None):
     return state["extra"]
 
 # %% ../modules/05_training/05_training.ipynb #1498d4d8
-def load_digits_split(seed=0, test_fraction=0.25):
-    """scikit-learn's bundled digits, split and standardised: (X_train, y_train, X_test, y_test, images)."""
+def load_digits_split(seed=0, test_fraction=0.25, val_fraction=0.1):
+    """scikit-learn's bundled digits, split (stratified) and standardised with the training statistics:
+    (X_train, y_train, X_val, y_val, X_test, y_test, images of the test digits). The validation
+    examples are taken from the training part; the test part is only for the final accuracy."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
@@ -417,9 +424,10 @@ def load_digits_split(seed=0, test_fraction=0.25):
     X, y = digits.data.astype(np.float32), digits.target.astype(np.int64)
     index = np.arange(len(y))
     train, test = train_test_split(index, test_size=test_fraction, random_state=seed, stratify=y)
+    train, val = train_test_split(train, test_size=val_fraction, random_state=seed, stratify=y[train])
     mean, std = X[train].mean(axis=0), X[train].std(axis=0) + 1.0
     X = (X - mean) / std
-    return X[train], y[train], X[test], y[test], digits.images[test]
+    return X[train], y[train], X[val], y[val], X[test], y[test], digits.images[test]
 
 
 def digits_model(hidden=(256, 128), dropout=0.1):
@@ -452,16 +460,16 @@ def train_digits(epochs=40, batch_size=64, lr=3e-3, weight_decay=1e-2, seed=0, p
 
     started = time.perf_counter()
     manual_seed(seed)
-    X_train, y_train, X_test, y_test, images = load_digits_split(seed)
+    X_train, y_train, X_val, y_val, X_test, y_test, images = load_digits_split(seed)
     train_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=batch_size, shuffle=True,
                               generator=Generator(seed))
-    test_loader = DataLoader(TensorDataset(X_test, y_test), batch_size=512)
+    val_loader = DataLoader(TensorDataset(X_val, y_val), batch_size=512)
     model = digits_model()
     optimizer = AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     steps = epochs * len(train_loader)
     scheduler = WarmupCosineLR(optimizer, warmup_steps=max(1, steps // 20), total_steps=steps)
     with _one_blas_thread():  # tiny matrices: BLAS threads would only add synchronisation
-        history = fit(model, train_loader, test_loader, F.cross_entropy, optimizer, epochs, scheduler,
+        history = fit(model, train_loader, val_loader, F.cross_entropy, optimizer, epochs, scheduler,
                       progress=progress)
     model.eval()
     with no_grad():  # nothing here is recorded
