@@ -1,5 +1,6 @@
 """Module 03's package (tinytorch.autograd): gradients against central differences, numpy and torch."""
 import gc
+import warnings
 import tracemalloc
 
 import numpy as np
@@ -302,3 +303,16 @@ def test_gradients_match_torch():
     f(torch, *theirs).backward()
     for o, t in zip(ours, theirs):
         np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_division_by_zero_is_quiet_like_module_01(requires_grad):
+    """x/0 is inf and 0/0 nan, as numpy computes them, without a RuntimeWarning (as in PyTorch)."""
+    a = ag.tensor([1.0, -1.0, 0.0], requires_grad=requires_grad)
+    with np.errstate(all="ignore"):
+        expected = np.array([1.0, -1.0, 0.0]) / np.zeros(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal((a / 0.0).numpy(), expected)
+        np.testing.assert_array_equal((a / ag.zeros(3)).numpy(), expected)
+        np.testing.assert_array_equal((1.0 / (a * 0.0)).numpy(), [np.inf, -np.inf, np.inf])  # 1/-0 is -inf

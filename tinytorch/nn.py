@@ -653,15 +653,18 @@ class CrossEntropyFunction(Function):
         ### BEGIN SOLUTION
         n, c = x.shape
         keep = y != ignore_index
-        safe = np.where(keep, y, 0)
+        masked = not keep.all()  # only then do ignored rows need masking
+        safe = np.where(keep, y, 0) if masked else y
         shifted = x - x.max(axis=1, keepdims=True)
         logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
         rows = -logp[np.arange(n), safe]
         if label_smoothing:
             rows = (1 - label_smoothing) * rows - label_smoothing * logp.mean(axis=1)
-        rows = np.where(keep, rows, 0).astype(x.dtype)
+        if masked:
+            rows = np.where(keep, rows, 0)
+        rows = rows.astype(x.dtype, copy=False)
         count = int(keep.sum())
-        ctx.logp, ctx.safe, ctx.keep, ctx.count = logp, safe, keep, count
+        ctx.logp, ctx.safe, ctx.keep, ctx.count = logp, safe, keep if masked else None, count
         ctx.smoothing, ctx.reduction = label_smoothing, reduction
         if reduction == "none":
             return Tensor._from_array(rows)
@@ -681,7 +684,8 @@ class CrossEntropyFunction(Function):
         if eps:
             d -= eps / c
         d[np.arange(n), ctx.safe] -= 1 - eps
-        d *= ctx.keep[:, None]
+        if ctx.keep is not None:
+            d *= ctx.keep[:, None]
         if ctx.reduction == "none":
             d *= grad[:, None]
         elif ctx.reduction == "mean":
