@@ -14,6 +14,7 @@ gradebook, release/ or other learners' files are.
 Every module is graded against the course's reference package (a copy put first on the kernel's
 sys.path), never against the learner's earlier modules.
 """
+import compileall
 from concurrent.futures import ProcessPoolExecutor, as_completed
 import dataclasses
 import datetime
@@ -262,6 +263,7 @@ def execute_job(job):
 
     config = Config()
     config.Execute.kernel_name = SANDBOX_KERNEL
+    config.Execute.shutdown_kernel = "immediate"  # reclaim() ends its processes anyway
     if job["cell_timeout"]:
         config.Execute.timeout = job["cell_timeout"]
     config.Autograde.autograde_preprocessors = [
@@ -351,6 +353,7 @@ def _prepare_run_dir(root, scratch=None):
     reference = run_dir / "reference"
     shutil.copytree(Path(root) / "tinytorch", reference / "tinytorch",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    compileall.compile_dir(reference, quiet=1)  # kernels may not write bytecode there
     for folder, dirs, files in os.walk(run_dir):
         os.chmod(folder, 0o755 if folder.startswith(str(reference)) else 0o711)
         for name in files:
