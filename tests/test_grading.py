@@ -105,6 +105,37 @@ def test_exchange_needs_configuring(sample_class):
         grading.collect_exchange(sample_class, MODULES[0])
 
 
+def test_collect_from_the_exchange(built_course, tmp_path):
+    """A learner fetches and submits through nbgrader's exchange; `course grade collect NN
+    --exchange` (run in a course with c.Exchange.root set) collects it, and it grades."""
+    root = tmp_path / "course"
+    shutil.copytree(built_course, root)
+    shutil.copytree(REPO / "tinytorch_course", root / "tinytorch_course",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # so the command's ROOT is the copy
+    exchange = tmp_path / "exchange"
+    with open(root / "nbgrader_config.py", "a") as f:
+        f.write(f"\nc.Exchange.root = {str(exchange)!r}\n")
+    module_id = MODULES[0]
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    learner_flags = ["--course=tinytorch", f"--Exchange.root={exchange}"]
+    learner = tmp_path / "learner"
+    learner.mkdir()
+    for command, cwd in [([*nbgrader, "release_assignment", module_id], root),
+                         ([*nbgrader, "fetch_assignment", module_id, *learner_flags], learner)]:
+        subprocess.run(command, cwd=cwd, check=True, capture_output=True)
+    shutil.copy(notebooks.notebook_path(root, "solutions", module_id), learner / module_id / f"{module_id}.ipynb")
+    subprocess.run([*nbgrader, "submit", module_id, "--student=exchange-learner", *learner_flags],
+                   cwd=learner, check=True, capture_output=True)
+    collected = subprocess.run([sys.executable, "-m", "tinytorch_course", "grade", "collect",
+                                module_id[:2], "--exchange"], cwd=root, capture_output=True, text=True)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    submitted = notebooks.notebook_path(root, "submitted/exchange-learner", module_id)
+    assert submitted.is_file() and (submitted.parent / "timestamp.txt").is_file()
+    outcome = grading.autograde(root, [module_id], ["exchange-learner"], jobs=1, feedback=False,
+                                log=lambda message: None)[module_id]["exchange-learner"]
+    assert outcome["status"] == "graded" and outcome["score"] == outcome["max_score"], outcome
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
