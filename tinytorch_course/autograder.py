@@ -232,6 +232,9 @@ def execute_job(job):
     student, module = job["student"], job["module"]
     for sub in ["", "course"]:
         (sandbox / sub).mkdir(mode=0o711, parents=True, exist_ok=True)
+    if job["uid"] is not None:  # only this job's kernel (its group) may enter its folder
+        os.chown(sandbox, 0, job["uid"])
+        sandbox.chmod(0o710)
     root = Path(job["root"])
     shutil.copy(root / "nbgrader_config.py", course / "nbgrader_config.py")
     shutil.copy(job["gradebook"], course / "gradebook.db")
