@@ -1,11 +1,12 @@
 """Grading speed: a class of N learners who each hand in the solution of every module.
 
-    .venv/bin/python bench/bench_grading.py [--learners 50] [--jobs 2] [--no-serial]
+    .venv/bin/python bench/bench_grading.py [--learners 50] [--jobs 2] [--serial-learners N] [--no-serial]
 
-Prints, measured in this one process on a fresh copy of the course: the wall time of the class
-graded serially (--jobs 1) and in parallel, the ratio, one learner's whole course, and the
-per-notebook overhead of nbgrader (its Autograde, sandbox and gradebook merge, and feedback) over
-executing the same notebook with plain nbclient.
+Prints, measured in this one process on a fresh copy of the course (all modules): the wall time of
+the class graded in parallel and serially (--jobs 1; on the first N learners with
+--serial-learners, scaled to the class), the ratio, one learner's whole course, and, per module
+and on average, the per-notebook overhead of nbgrader (its Autograde, sandbox and gradebook
+merge, and feedback) over executing the same notebook with plain nbclient.
 """
 import argparse
 import os
@@ -48,9 +49,9 @@ def grade(root, jobs, students=None):
     started = time.perf_counter()
     outcome = grading.autograde(root, student_ids=students, jobs=jobs, log=lambda message: None)
     wall = time.perf_counter() - started
-    entries = [e for by_student in outcome.values() for e in by_student.values()]
-    assert all(e["status"] == "graded" and e["score"] == e["max_score"] for e in entries), entries
-    return wall, entries
+    assert all(e["status"] == "graded" and e["score"] == e["max_score"]
+               for by_student in outcome.values() for e in by_student.values()), outcome
+    return wall, outcome
 
 
 def plain_execution(root, repeats=2):
@@ -72,6 +73,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--learners", type=int, default=50)
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--serial-learners", type=int, help="grade only this many learners serially")
     parser.add_argument("--no-serial", action="store_true", help="skip the serial run")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
@@ -91,14 +93,19 @@ def main():
     parallel, entries = grade(root, args.jobs)
     print(f"class, {args.jobs} jobs:  {parallel:7.1f} s  ({parallel / count:.2f} s per notebook)")
     if not args.no_serial:
-        serial, entries = grade(root, 1)
-        print(f"class, 1 job:   {serial:7.1f} s  ({serial / count:.2f} s per notebook)")
-        print(f"parallel speed-up: {serial / parallel:.2f}x")
-        per_notebook = serial / count
+        learners = min(args.serial_learners or args.learners, args.learners)
+        serial, entries = grade(root, 1, students=[f"learner-{i:03d}" for i in range(learners)])
+        per_notebook = serial / (learners * len(modules))
+        print(f"class, 1 job:   {per_notebook * count:7.1f} s  ({per_notebook:.2f} s per notebook"
+              + (f"; measured on {learners} learners)" if learners < args.learners else ")"))
+        print(f"parallel speed-up: {per_notebook * count / parallel:.2f}x")
     else:
         per_notebook = parallel * args.jobs / count
+    for module in modules:
+        seconds = statistics.mean(e["seconds"] for e in entries[module].values())
+        print(f"  {module}: plain nbclient execution {plain[module]:.2f} s, sandboxed Autograde {seconds:.2f} s")
     execution = statistics.mean(plain[m] for m in modules)
-    in_sandbox = statistics.mean(e["seconds"] for e in entries)
+    in_sandbox = statistics.mean(e["seconds"] for by_student in entries.values() for e in by_student.values())
     print(f"per notebook: plain nbclient execution {execution:.2f} s; sandboxed nbgrader Autograde "
           f"{in_sandbox:.2f} s; all in (merge, feedback) {per_notebook:.2f} s")
     print(f"nbgrader's overhead per notebook: {in_sandbox - execution:.2f} s in Autograde, "

@@ -1,5 +1,6 @@
 """The instructor's route on a copy of the course: the sample class, regrading, summary, CSV,
 the collect routes and the formgrader."""
+import base64
 import csv
 import json
 import shutil
@@ -10,6 +11,7 @@ import time
 import urllib.request
 import zipfile
 
+import nbformat
 import pytest
 
 from tinytorch_course import demo, grading, notebooks
@@ -58,6 +60,23 @@ def test_feedback_for_every_learner_without_hidden_tests(sample_class):
             assert "BEGIN HIDDEN TESTS" not in html
 
 
+def test_feedback_exporter_makes_nbconverts_page():
+    """FeedbackExporter skips HTMLExporter's BeautifulSoup pass, yet gives the same document."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+
+    from tinytorch_course.feedback import FeedbackExporter
+
+    notebook = notebooks.read(notebooks.notebook_path(REPO, "solutions", MODULES[0]))
+    notebook.cells.append(nbformat.v4.new_markdown_cell('![a plot](plot.png) <img src="a.png" title="x>y">'))
+    notebook.cells.append(nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/png": base64.b64encode(b"\x89PNG").decode()})]))
+    theirs, _ = HTMLExporter(template_name="classic").from_notebook_node(notebook)
+    ours, _ = FeedbackExporter(template_name="classic").from_notebook_node(notebook)
+    assert theirs.count("No description has been provided for this image") >= 2
+    assert str(BeautifulSoup(ours, features="html.parser")) == theirs
+
+
 def test_regrading_one_learner_leaves_the_others_alone(sample_class):
     module_id = MODULES[0]
     before = json.loads((sample_class / "grading-status.json").read_text())[module_id]
@@ -84,6 +103,37 @@ def test_zip_collect_reports_badly_named_files(sample_class, tmp_path):
 def test_exchange_needs_configuring(sample_class):
     with pytest.raises(CourseError, match="Exchange.root"):
         grading.collect_exchange(sample_class, MODULES[0])
+
+
+def test_collect_from_the_exchange(built_course, tmp_path):
+    """A learner fetches and submits through nbgrader's exchange; `course grade collect NN
+    --exchange` (run in a course with c.Exchange.root set) collects it, and it grades."""
+    root = tmp_path / "course"
+    shutil.copytree(built_course, root)
+    shutil.copytree(REPO / "tinytorch_course", root / "tinytorch_course",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # so the command's ROOT is the copy
+    exchange = tmp_path / "exchange"
+    with open(root / "nbgrader_config.py", "a") as f:
+        f.write(f"\nc.Exchange.root = {str(exchange)!r}\n")
+    module_id = MODULES[0]
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    learner_flags = ["--course=tinytorch", f"--Exchange.root={exchange}"]
+    learner = tmp_path / "learner"
+    learner.mkdir()
+    for command, cwd in [([*nbgrader, "release_assignment", module_id], root),
+                         ([*nbgrader, "fetch_assignment", module_id, *learner_flags], learner)]:
+        subprocess.run(command, cwd=cwd, check=True, capture_output=True)
+    shutil.copy(notebooks.notebook_path(root, "solutions", module_id), learner / module_id / f"{module_id}.ipynb")
+    subprocess.run([*nbgrader, "submit", module_id, "--student=exchange-learner", *learner_flags],
+                   cwd=learner, check=True, capture_output=True)
+    collected = subprocess.run([sys.executable, "-m", "tinytorch_course", "grade", "collect",
+                                module_id[:2], "--exchange"], cwd=root, capture_output=True, text=True)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    submitted = notebooks.notebook_path(root, "submitted/exchange-learner", module_id)
+    assert submitted.is_file() and (submitted.parent / "timestamp.txt").is_file()
+    outcome = grading.autograde(root, [module_id], ["exchange-learner"], jobs=1, feedback=False,
+                                log=lambda message: None)[module_id]["exchange-learner"]
+    assert outcome["status"] == "graded" and outcome["score"] == outcome["max_score"], outcome
 
 
 def free_port():

@@ -53,6 +53,19 @@ def vandal_code(root):
     ])
 
 
+SNOOP_CODE = "\n".join([  # reads what it can of the other jobs running beside it
+    "import glob, os",
+    "jobs = os.getcwd()",
+    "while os.path.basename(jobs) != 'jobs':",
+    "    jobs = os.path.dirname(jobs)",
+    "for path in glob.glob(jobs + '/*/course/submitted/*/*/*.ipynb') + glob.glob(jobs + '/*/course/autograded/*/*/*.ipynb'):",
+    "    try:",
+    "        print('READ', path, len(open(path).read()))",
+    "    except OSError as error:",
+    "        print('blocked:', type(error).__name__)",
+])
+
+
 def make_class(root):
     """`{student: files}`: what each learner hands in (a notebook, or bytes per file name)."""
     solution = lambda: notebooks.read(notebooks.notebook_path(root, "solutions", MODULE))  # noqa: E731
@@ -86,6 +99,7 @@ def make_class(root):
         "flood": {name: before_first_solution(solution(), (
             "for _ in range(300):\n    print('x' * 1_000_000)"))},
         "vandal": {name: before_first_solution(solution(), vandal_code(root))},
+        "snoop": {name: before_first_solution(solution(), SNOOP_CODE)},
         "allclose": {name: patched},
         "helper": {name: after_solution(solution(), "def expect_error(*args, **kwargs):\n    return None")},
         "tensor-eq": {name: after_solution(solution(), (
@@ -162,6 +176,15 @@ def test_vandal_could_change_nothing_and_keeps_what_it_earned(graded):
     executed = notebooks.read(notebooks.notebook_path(root, "autograded/vandal", MODULE))
     printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert "blocked:" in printed and "CHANGED" not in printed
+
+
+def test_snoop_reads_no_other_learners_work(graded):
+    root, outcome, _ = graded
+    assert outcome["snoop"]["status"] == "graded" and outcome["snoop"]["score"] == maximum(graded)
+    executed = notebooks.read(notebooks.notebook_path(root, "autograded/snoop", MODULE))
+    printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    read = [line for line in printed.splitlines() if line.startswith("READ")]
+    assert read and all("/snoop/" in line for line in read), read
 
 
 @pytest.mark.parametrize("student", ["loop", "sys-exit", "memory-bomb"])
@@ -244,7 +267,7 @@ def test_broken_hand_ins_are_reported(graded, student, status, reason):
 
 
 def test_nothing_is_silently_accepted(graded):
-    """Every learner but the honest ones, the flood and the vandal carries a flag or a note."""
+    """Every learner but the honest ones, the vandal and the snoop carries a flag or a note."""
     for student, got in graded[1].items():
-        if student not in ("full", "blank", "vandal"):
+        if student not in ("full", "blank", "vandal", "snoop"):
             assert got["status"] != "graded" or got["notes"], (student, got)

@@ -5,13 +5,16 @@ private course folder of its own: a copy of the configuration, a snapshot of the
 copy of that one submission, executed in the sandbox kernel (`sandbox_kernel`: resource limits,
 an unprivileged user of its own when run as root, and the patching guard `kernel_guard`) by
 `GuardedExecute`, which adds a whole-notebook deadline, an output cap and the guard's report.
-The parent then records the executed notebook in the real gradebook with nbgrader's `Autograde`
-again, minus execution (`SaveAutoGrades`, late penalties), one job at a time. So the gradebook has
-one writer, and a submission never runs where the gradebook, release/ or other learners' files are.
+The worker then writes the feedback HTML there too (nbgrader's `GenerateFeedback`). The parent
+records the executed notebook in the real gradebook with nbgrader's `Autograde` again, minus
+execution (`SaveAutoGrades`, late penalties), one job at a time, and publishes the feedback once
+every submission ran. So the gradebook has one writer, and a submission never runs where the
+gradebook, release/ or other learners' files are.
 
 Every module is graded against the course's reference package (a copy put first on the kernel's
 sys.path), never against the learner's earlier modules.
 """
+import compileall
 from concurrent.futures import ProcessPoolExecutor, as_completed
 import dataclasses
 import datetime
@@ -229,6 +232,9 @@ def execute_job(job):
     student, module = job["student"], job["module"]
     for sub in ["", "course"]:
         (sandbox / sub).mkdir(mode=0o711, parents=True, exist_ok=True)
+    if job["uid"] is not None:  # only this job's kernel (its group) may enter its folder
+        os.chown(sandbox, 0, job["uid"])
+        sandbox.chmod(0o710)
     root = Path(job["root"])
     shutil.copy(root / "nbgrader_config.py", course / "nbgrader_config.py")
     shutil.copy(job["gradebook"], course / "gradebook.db")
@@ -260,6 +266,7 @@ def execute_job(job):
 
     config = Config()
     config.Execute.kernel_name = SANDBOX_KERNEL
+    config.Execute.shutdown_kernel = "immediate"  # reclaim() ends its processes anyway
     if job["cell_timeout"]:
         config.Execute.timeout = job["cell_timeout"]
     config.Autograde.autograde_preprocessors = [
@@ -307,12 +314,26 @@ def execute_job(job):
                       if re.match(r"\s*[\w.]*(Error|Exception)\b", line) and "NbGrader" not in line]
             job["reasons"].append("nbgrader could not grade it: " + (errors[-1] if errors else "no log"))
     job["seconds"] = time.perf_counter() - started
+    if job["results"] and job["feedback_dir"]:
+        write_feedback(course, job)
     return job
 
 
-def feedback_job(root, module, student):
-    result = api(root).generate_feedback(module, student, force=True)
-    return module, student, result.get("success", False), (result.get("log") or "")[-500:]
+def write_feedback(course, job):
+    """nbgrader's GenerateFeedback in the worker's course copy; sets `job["feedback_html"]`, a copy
+    in `job["feedback_dir"]`.
+
+    Its gradebook snapshot holds the scores that the parent's merge records (the same executed
+    notebook through the same SaveAutoGrades), so the HTML matches the real gradebook.
+    """
+    student, module = job["student"], job["module"]
+    result = api(course, notebook_id=module).generate_feedback(module, student, force=True)
+    html = course / "feedback" / student / module / f"{module}.html"
+    if result.get("success") and html.is_file():
+        Path(job["feedback_dir"]).mkdir()
+        job["feedback_html"] = shutil.copy(html, Path(job["feedback_dir"]) / html.name)
+    else:
+        job["notes"].append("feedback failed: " + (result.get("log") or "no log")[-200:])
 
 
 # ---------------------------------------------------------------- in the instructor's process
@@ -335,6 +356,7 @@ def _prepare_run_dir(root, scratch=None):
     reference = run_dir / "reference"
     shutil.copytree(Path(root) / "tinytorch", reference / "tinytorch",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    compileall.compile_dir(reference, quiet=1)  # kernels may not write bytecode there
     for folder, dirs, files in os.walk(run_dir):
         os.chmod(folder, 0o755 if folder.startswith(str(reference)) else 0o711)
         for name in files:
@@ -387,6 +409,19 @@ def merge(root, job):
         return submission.score, submission.max_score
 
 
+def publish_feedback(root, job):
+    """Move a job's feedback HTML to feedback/<student>/<module>/, beside the submission's
+    timestamp.txt (the layout of nbgrader's GenerateFeedback, which release_feedback reads)."""
+    student, module = job["student"], job["module"]
+    target = Path(root) / "feedback" / student / module
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    shutil.move(job["feedback_html"], target / f"{module}.html")
+    timestamp = Path(root) / "submitted" / student / module / "timestamp.txt"
+    if timestamp.is_file():
+        shutil.copy(timestamp, target / "timestamp.txt")
+
+
 def autograde_class(root, modules=None, students=None, jobs=None, limits=None, feedback=True,
                     scratch=None, log=print):
     """Autograde `modules` x `students` (default: all) with `jobs` worker processes.
@@ -421,6 +456,7 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
     snapshot = run_dir / "gradebook-snapshot.db"
     shutil.copy(root / "gradebook.db", snapshot)
     snapshot.chmod(0o600)
+    (run_dir / "feedback").mkdir(mode=0o700)
     before = fingerprint(root)
     started = time.perf_counter()
     as_root = os.geteuid() == 0
@@ -437,17 +473,19 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
                            memory_bytes=limits.memory_mb << 20, file_bytes=limits.file_mb << 20,
                            cpu_seconds=limits.notebook_timeout + 60, processes=limits.processes,
                            cell_timeout=cell_timeout, notebook_timeout=limits.notebook_timeout,
-                           output_bytes=int(limits.output_mb * (1 << 20)))
+                           output_bytes=int(limits.output_mb * (1 << 20)),
+                           feedback_dir=str(run_dir / "feedback" / str(index)) if feedback else None)
                 futures.append(pool.submit(execute_job, job))
-            executed = 0
+            with_feedback = []
             for future in as_completed(futures):
                 job = future.result()
-                executed += 1
                 entry = {key: job[key] for key in ["status", "reasons", "notes"]}
                 entry["score"] = entry["max_score"] = None
                 entry["seconds"] = round(job["seconds"], 2)
                 if job["results"]:
                     entry["score"], entry["max_score"] = merge(root, job)
+                    if job.get("feedback_html"):
+                        with_feedback.append(job)
                 outcome[job["module"]][job["student"]] = entry
                 shutil.rmtree(job["sandbox"], ignore_errors=True)
             elapsed = time.perf_counter() - started
@@ -457,13 +495,8 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
                 raise CourseError("course files changed while submissions ran (run the grader as "
                                   "root so that each submission runs as its own user): "
                                   + ", ".join(changed[:10]))
-            if feedback:
-                graded = [(m, s) for m in modules for s, e in outcome[m].items()
-                          if e["status"] in ("graded", "review")]
-                for done in as_completed([pool.submit(feedback_job, root, m, s) for m, s in graded]):
-                    module, student, ok, text = done.result()
-                    if not ok:
-                        outcome[module][student]["notes"].append("feedback failed: " + text[-200:])
+            for job in with_feedback:
+                publish_feedback(root, job)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
