@@ -34,7 +34,6 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
-c.GenerateFeedback.exporter_class = "tinytorch_course.feedback.FeedbackExporter"  # faster, same page
 
 # The LMS zip route (`nbgrader zip_collect`): archives hold `<student-id>_<NN_module>.ipynb`.
 c.ZipCollectApp.collector_plugin = "nbgrader.plugins.FileNameCollectorPlugin"
