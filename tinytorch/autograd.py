@@ -19,14 +19,20 @@ import numpy as np
 from .tensor import DTYPES, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
 
+_FLOAT_DTYPES = frozenset(d.numpy_dtype for d in DTYPES if d.is_floating_point)  # those that carry gradients
+
 # %% ../modules/03_autograd/03_autograd.ipynb #c0c3b64c
 class _GradMode:
-    enabled = True  # the one switch that `Function.apply` reads
+    """Whether operations are recorded: the one switch that `Function.apply` reads."""
+    enabled = True
+
+
+_grad_mode = _GradMode()  # an instance: setting its attribute is cheaper than setting a class attribute
 
 
 def is_grad_enabled():
     """True when operations are being recorded."""
-    return _GradMode.enabled
+    return _grad_mode.enabled
 
 
 class set_grad_enabled(contextlib.ContextDecorator):
@@ -36,12 +42,12 @@ class set_grad_enabled(contextlib.ContextDecorator):
         self.mode, self._previous = bool(mode), []
 
     def __enter__(self):
-        self._previous.append(_GradMode.enabled)
-        _GradMode.enabled = self.mode
+        self._previous.append(_grad_mode.enabled)
+        _grad_mode.enabled = self.mode
         return self
 
     def __exit__(self, *exc_info):
-        _GradMode.enabled = self._previous.pop()
+        _grad_mode.enabled = self._previous.pop()
         return False
 
 
@@ -91,7 +97,9 @@ class Context:
         """Keep `tensors` (and, for each Tensor among them, its current `_version`) for backward."""
         ### BEGIN SOLUTION
         self.saved = tensors
-        self.versions = [t._version if isinstance(t, Tensor) else None for t in tensors]
+        self.versions = versions = []
+        for t in tensors:
+            versions.append(t._version if isinstance(t, Tensor) else None)
         ### END SOLUTION
 
     @property
@@ -131,15 +139,17 @@ class Function:
         """Run `forward` on `args` and record a graph node when some input requires grad."""
         ### BEGIN SOLUTION
         ctx = Context(cls)
-        if not _GradMode.enabled:
+        if not _grad_mode.enabled:
             return cls.forward(ctx, *args)
-        needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in args])
-        _GradMode.enabled = False
+        needs = []
+        for a in args:
+            needs.append(isinstance(a, Tensor) and a.requires_grad)
+        _grad_mode.enabled = False
         try:
             out = cls.forward(ctx, *args)
         finally:
-            _GradMode.enabled = True
-        if out is NotImplemented or True not in needs or out.storage.dtype.kind != "f":
+            _grad_mode.enabled = True
+        if out is NotImplemented or True not in needs or out.storage.dtype not in _FLOAT_DTYPES:
             return out
         for a in args:
             if out is a:
@@ -294,12 +304,12 @@ def _elementwise(a, b, op):
     float, go straight to numpy (`_np` is a tensor's cached numpy view, None until first used)."""
     x = a._np if isinstance(a, Tensor) else None
     y = b._np if isinstance(b, Tensor) else None
-    if x is not None and x.dtype.kind == "f":
+    if x is not None and x.dtype in _FLOAT_DTYPES:
         if y is not None and y.dtype is x.dtype and b.shape == a.shape:
             return _wrap(op(x, y))
         if type(b) is float:
             return _wrap(op(x, b))
-    elif y is not None and type(a) is float and y.dtype.kind == "f":
+    elif y is not None and type(a) is float and y.dtype in _FLOAT_DTYPES:
         return _wrap(op(a, y))
     if isinstance(a, BaseTensor):
         return a._binary(b, op)
@@ -510,7 +520,7 @@ class Tensor(BaseTensor):
     def _inplace(self, name, raw, function, *args):
         """An in-place op: `raw(array)` writes into the data; when the op must be recorded,
         `function.apply(copy_of_old_self, *args)` computes the new values and their history."""
-        if _GradMode.enabled:
+        if _grad_mode.enabled:
             if self.requires_grad and self.grad_fn is None:
                 raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be modified in "
                                    "place while grad mode is on; do it inside `with no_grad():`")
