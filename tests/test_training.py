@@ -1,6 +1,8 @@
 """Module 05's package (tinytorch.training): optimizers against the published update rules (and torch
 if present), the data pipeline, schedules, checkpoints, and a shortened digits milestone."""
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -8,7 +10,8 @@ import pytest
 import tinytorch.nn as nn
 from tinytorch.autograd import Tensor
 from tinytorch.tensor import Generator
-from tinytorch.training import data, optim, train_digits, save_checkpoint, load_checkpoint, confusion_matrix
+from tinytorch import data, optim
+from tinytorch.training import train_digits, save_checkpoint, load_checkpoint, confusion_matrix
 
 
 def param(values):
@@ -161,3 +164,13 @@ def test_digits_milestone_learns_in_a_shortened_run():
     result = train_digits(epochs=3, progress=False)
     assert result["test_accuracy"] > 0.85, result["test_accuracy"]
     assert result["history"]["train_loss"][-1] < result["history"]["train_loss"][0]
+
+
+def test_optim_and_data_are_modules_of_their_own_like_torch_optim():
+    import tinytorch.training as training
+    assert optim.AdamW is training.AdamW and data.DataLoader is training.DataLoader
+    fresh = subprocess.run([sys.executable, "-c", "import tinytorch.optim as optim, tinytorch.data as data;"
+                            "print(optim.SGD.__name__, data.TensorDataset.__name__)"],
+                           capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stdout.split() == ["SGD", "TensorDataset"]

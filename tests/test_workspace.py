@@ -150,6 +150,19 @@ def test_a_learner_solves_exports_checks_and_unlocks_the_milestone(workspace):
     assert "first failure: contiguous_strides_visible (package)" in out
 
 
+def test_exports_of_modules_01_to_05_give_torch_style_optim_and_data_modules(workspace):
+    for module_id in MODULES[:5]:
+        fill_solutions(workspace, module_id)
+        assert learn(workspace, "export", module_id[:2])[0] == 0
+    assert learn(workspace, "export", "05")[0] == 0  # exporting again replaces, never appends
+    optim_py = (workspace / "tinytorch" / "optim.py").read_text()
+    assert optim_py.count("from tinytorch.training import") == 1, optim_py
+    run = subprocess.run([sys.executable, "-c", "import tinytorch.optim as optim, tinytorch.data as data; "
+                          "import tinytorch.training as t; print(optim.AdamW is t.AdamW, data.DataLoader is t.DataLoader, t.__file__)"],
+                         cwd=workspace, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(workspace)))
+    assert run.stdout.split() == ["True", "True", str(workspace / "tinytorch" / "training.py")], run.stderr
+
+
 def test_check_uses_the_tests_as_handed_out(workspace):
     path = notebooks.notebook_path(workspace, "modules", "01_tensor")
     notebook = notebooks.read(path)

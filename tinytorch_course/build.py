@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 from . import notebooks
+from .learner import start_extra_modules
 from .nbgrader_api import CourseError, api, check, install_grader_kernel, run_converter, working_directory
 
 FORBIDDEN_IN_RELEASE = notebooks.SOLUTION_MARKERS + notebooks.HIDDEN_MARKERS
@@ -29,17 +30,14 @@ def clean_sources(root):
         write_nb(nb, path)
 
 
-def export_package(root, lib_path=None):
-    """`nbdev_export` of modules/ into the package (into `lib_path` instead, if given)."""
+def export_package(root):
+    """`nbdev_export` of modules/ into the package."""
     from nbdev.doclinks import nbdev_export
-    from nbdev.export import nb_export
 
     with working_directory(root):
-        if lib_path is None:
-            nbdev_export()
-        else:
-            for module_id in notebooks.module_ids(root):
-                nb_export(notebooks.notebook_path(root, "modules", module_id), lib_path)
+        for module_id in notebooks.module_ids(root):
+            start_extra_modules(notebooks.notebook_path(root, "modules", module_id), Path(root) / "tinytorch")
+        nbdev_export()
 
 
 def _check_release(notebook_file):
