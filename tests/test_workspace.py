@@ -157,9 +157,10 @@ def test_exports_of_modules_01_to_05_give_torch_style_optim_and_data_modules(wor
     assert learn(workspace, "export", "05")[0] == 0  # exporting again replaces, never appends
     optim_py = (workspace / "tinytorch" / "optim.py").read_text()
     assert optim_py.count("from tinytorch.training import") == 1, optim_py
-    run = subprocess.run([sys.executable, "-c", "import tinytorch.optim as optim, tinytorch.data as data; "
-                          "import tinytorch.training as t; print(optim.AdamW is t.AdamW, data.DataLoader is t.DataLoader, t.__file__)"],
-                         cwd=workspace, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(workspace)))
+    code = ("import tinytorch.optim as optim, tinytorch.data as data, tinytorch.training as t; "
+            "print(optim.AdamW is t.AdamW, data.DataLoader is t.DataLoader, t.__file__)")
+    run = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(workspace)))
     assert run.stdout.split() == ["True", "True", str(workspace / "tinytorch" / "training.py")], run.stderr
 
 

@@ -36,7 +36,7 @@ def export_package(root):
 
     with working_directory(root):
         for module_id in notebooks.module_ids(root):
-            start_extra_modules(notebooks.notebook_path(root, "modules", module_id), Path(root) / "tinytorch")
+            start_extra_modules(root, notebooks.notebook_path(root, "modules", module_id))
         nbdev_export()
 
 
