@@ -21,7 +21,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from tinytorch.tensor import manual_seed
-from tinytorch.transformer import GPT, keep_freed_memory, make_optimizer
+from tinytorch.training import keep_freed_memory
+from tinytorch.transformer import GPT, make_optimizer
 from tinytorch_course.torch_gpt import describe_blas, torch_gpt, torch_optimizer
 
 VOCAB, BLOCK, WIDTH, HEADS, LAYERS, BATCH = 100, 64, 128, 4, 4, 32

@@ -3,8 +3,8 @@
 # %% auto #0
 __all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'warmup_cosine', 'LRScheduler', 'StepLR', 'WarmupCosineLR', 'clip_grad_norm_',
            'batch_indices', 'Dataset', 'TensorDataset', 'default_collate', 'DataLoader', 'train_epoch', 'evaluate',
-           'fit', 'plot_history', 'save_checkpoint', 'load_checkpoint', 'load_digits_split', 'digits_model',
-           'confusion_matrix', 'train_digits', 'plot_digits_result']
+           'fit', 'plot_history', 'save_checkpoint', 'load_checkpoint', 'keep_freed_memory', 'load_digits_split',
+           'digits_model', 'confusion_matrix', 'train_digits', 'plot_digits_result']
 
 # %% ../modules/05_training/05_training.ipynb #8086dadc
 import math
@@ -411,6 +411,27 @@ def load_checkpoint(path, model, optimizer=None):
     if optimizer is not None and state["optimizer"] is not None:
         optimizer.load_state_dict(state["optimizer"])
     return state["extra"]
+
+
+def keep_freed_memory():
+    """Ask glibc to keep freed memory for reuse instead of returning it to the OS at every free.
+
+    A training step allocates and frees the same large temporaries again and again; by default glibc
+    gives blocks above 128 KiB straight back to the OS (and trims the heap), so every step pays tens of
+    thousands of page faults to get them back. Raising the thresholds makes the memory stay mapped.
+    Does nothing where the C library is not glibc.
+    """
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+        libc.mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024)
+        libc.mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024)
+        libc.mallopt(M_TOP_PAD, 64 * 1024 * 1024)
+        return True
+    except (OSError, AttributeError):
+        return False
+
 
 # %% ../modules/05_training/05_training.ipynb #1498d4d8
 def load_digits_split(seed=0, test_fraction=0.25, val_fraction=0.1):

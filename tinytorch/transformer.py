@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['CharTokenizer', 'merge_pair', 'BPETokenizer', 'LayerCache', 'KVCache', 'CausalSelfAttention', 'TransformerBlock',
-           'GPT', 'sampling_probs', 'sample', 'generate', 'python_corpus', 'get_batch', 'keep_freed_memory',
-           'estimate_loss', 'make_optimizer', 'train_gpt', 'plot_loss', 'unigram_loss']
+           'GPT', 'sampling_probs', 'sample', 'generate', 'python_corpus', 'get_batch', 'estimate_loss',
+           'make_optimizer', 'train_gpt', 'plot_loss', 'unigram_loss']
 
 # %% ../modules/07_transformer/07_transformer.ipynb #2a045663
 import json
@@ -22,7 +22,7 @@ from .autograd import Tensor, no_grad
 from .nn import Module, ModuleList, Linear, LayerNorm, Embedding, Dropout, GELU, _rng
 from .nn import functional as F, init
 from .attention import MultiHeadAttention
-from .training import AdamW, warmup_cosine, clip_grad_norm_
+from .training import AdamW, warmup_cosine, clip_grad_norm_, keep_freed_memory
 
 # %% ../modules/07_transformer/07_transformer.ipynb #7d092eee
 class CharTokenizer:
@@ -342,26 +342,6 @@ def get_batch(data, block_size, batch_size, rng):
     ### END SOLUTION
 
 # %% ../modules/07_transformer/07_transformer.ipynb #0c6781a8
-def keep_freed_memory():
-    """Ask glibc to keep freed memory for reuse instead of returning it to the OS at every free.
-
-    A training step allocates and frees the same large temporaries again and again; by default glibc
-    gives blocks above 128 KiB straight back to the OS (and trims the heap), so every step pays tens of
-    thousands of page faults to get them back. Raising the thresholds makes the memory stay mapped.
-    Does nothing where the C library is not glibc.
-    """
-    try:
-        import ctypes
-        libc = ctypes.CDLL("libc.so.6")
-        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
-        libc.mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024)
-        libc.mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024)
-        libc.mallopt(M_TOP_PAD, 64 * 1024 * 1024)
-        return True
-    except (OSError, AttributeError):
-        return False
-
-
 @no_grad()
 def estimate_loss(model, data, block_size, batch_size, batches=4, seed=1234):
     """Mean loss over `batches` fixed random batches of `data` (eval mode, no grad)."""

@@ -117,8 +117,9 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
     import numpy as np
     from threadpoolctl import threadpool_limits
     from tinytorch.tensor import Generator, manual_seed
-    from tinytorch.transformer import (GPT, estimate_loss, generate, get_batch, keep_freed_memory,
-                                       make_optimizer, train_gpt, unigram_loss)
+    from tinytorch.training import keep_freed_memory
+    from tinytorch.transformer import (GPT, estimate_loss, generate, get_batch, make_optimizer, train_gpt,
+                                       unigram_loss)
 
     from .torch_gpt import describe_blas
 
