@@ -23,8 +23,7 @@ import numpy as np
 from tinytorch.autograd import Tensor
 from tinytorch.nn import Linear, ReLU, Sequential
 from tinytorch.nn import functional as F
-from tinytorch.training import AdamW
-from tinytorch.training import keep_freed_memory
+from tinytorch.training import AdamW, keep_freed_memory
 
 ROUNDS, STEPS = 5, 10
 LR, BETAS, EPS, DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01

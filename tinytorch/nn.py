@@ -907,12 +907,12 @@ def gelu_composite(x):
     ### END SOLUTION
 
 # %% ../modules/04_layers/04_layers.ipynb #69cc3a0d
-def _namespace(name, doc, members, owner=__name__):
-    """A module object `owner.name` holding `members`, importable once `owner` is imported."""
-    module = types.ModuleType(f"{owner}.{name}", doc)
+def _namespace(name, doc, members):
+    """A module object `<this module>.name` holding `members`, importable once this module is imported."""
+    module = types.ModuleType(f"{__name__}.{name}", doc)
     for member in members:
         setattr(module, member.__name__, member)
-    if owner != "__main__":  # inside the package: make `import tinytorch.nn.functional` work
+    if __name__ != "__main__":  # inside the package: make `import tinytorch.nn.functional` work
         sys.modules[module.__name__] = module
     return module
 
