@@ -1,22 +1,22 @@
 """Runs inside the grading kernel: notices a submission that patches what the tests rely on.
 
-`install` (called by the sandbox kernel before any notebook cell runs) records every attribute of
+`install` (called by `kernel_main` before any notebook cell runs) records every attribute of
 builtins, math, numpy (and np.testing, np.linalg, np.random), the reference `tinytorch` package
 and its classes, plus the code objects of their Python functions. After every cell it checks that
 each one is still the same object; the first change of each is recorded with the cell that made
 it, so patching and later restoring is caught too. It also checks that names bound to the test
 helpers (`tinytorch.testing`) or to these modules in the notebook keep their binding, and that
-`tinytorch` is the reference package. `report(nonce)` prints what it found on one line; the
-grader adds that call as a last cell and flags the submission if the line is missing.
+`tinytorch` is the reference package. `report()` appends what it found to the grader's records;
+the grader adds that call as a last cell and flags the submission if no report arrives.
 
-This stops a submission that fakes its results by patching numpy, builtins, the reference package
-or the test helpers. It lives in the same process as the submission, so code written to attack the
-grader itself is out of its reach; it fails closed (no report -> flagged for review).
+It lives in the same process as the submission, so code written against it can switch it off:
+it is advisory. Grades never depend on it (see `verdicts`); it flags for a person to look at.
 """
 import builtins
 import importlib
 import json
 import math
+import os
 import pkgutil
 import sys
 import types
@@ -35,7 +35,10 @@ def _modules():
 
     found = [builtins, math, numpy, numpy.testing, numpy.linalg, numpy.random, tinytorch]
     for info in pkgutil.iter_modules(tinytorch.__path__, "tinytorch."):
-        found.append(importlib.import_module(info.name))
+        try:
+            found.append(importlib.import_module(info.name))
+        except ImportError:  # a module that needs one the graded notebook exports
+            pass
     return found
 
 
@@ -61,7 +64,9 @@ class Guard:
         self.protected_modules = {id(m): m for m in self.modules}
         self.bound = {}  # notebook name -> the protected object it was bound to
         self.findings = {}  # what changed -> the execution count of the cell that changed it
-        self._original = (json.dumps, sys.stdout.write, sys.stdout.flush)
+        self._original = (json.dumps, os.write)
+        target = os.environ.get("TINYTORCH_RECORDS", "")
+        self._records = int(target[3:]) if target.startswith("fd:") else None
 
     def _note(self, what, cell):
         self.findings.setdefault(what, cell)
@@ -92,10 +97,10 @@ class Guard:
         if not location.startswith(self.reference_prefix):
             self._note(f"imports tinytorch from {location!r}, not the reference package", cell)
 
-    def report(self, nonce):
-        dumps, write, flush = self._original
-        write(nonce + " " + dumps(sorted(self.findings.items(), key=lambda kv: str(kv[1]))) + "\n")
-        flush()
+    def report(self):
+        dumps, write = self._original
+        line = dumps({"kind": "guard", "findings": sorted(self.findings.items(), key=lambda kv: str(kv[1]))})
+        write(self._records, line.encode() + b"\n")
 
 
 _guard = None
@@ -112,11 +117,12 @@ def install(shell, reference_prefix):
     shell.events.register("post_run_cell", after_cell)
 
 
-def report(nonce):
+def report():
     if _guard is None:
         raise RuntimeError("the grading guard is not installed")
     _guard.check(_shell_ns(), "end")
-    _guard.report(nonce)
+    if _guard._records is not None:
+        _guard.report()
 
 
 def _shell_ns():

@@ -25,11 +25,11 @@ def working_directory(path):
 SANDBOX_KERNEL = "tinytorch-sandbox"
 
 
-def _install_kernelspec(name, display_name, launcher):
+def _install_kernelspec(name, display_name, launcher, **extra):
     spec_dir = Path(sys.prefix) / "share" / "jupyter" / "kernels" / name
     spec = {"argv": [sys.executable, "-I", "-m", launcher, "-f", "{connection_file}",
                      "--IPKernelApp.log_level=ERROR"],
-            "display_name": display_name, "language": "python"}
+            "display_name": display_name, "language": "python", **extra}
     spec_dir.mkdir(parents=True, exist_ok=True)
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
 
@@ -38,13 +38,13 @@ def install_grader_kernel():
     """Install the isolated kernels: one that executes solutions, one for learners' submissions.
 
     `python -I` puts neither the working directory nor PYTHONPATH on sys.path, so a
-    `tinytorch/` folder inside a submission cannot shadow the installed reference package.
-    The submissions' kernel (`sandbox_kernel`) adds resource limits, a guard against patching,
-    and, run as root, an unprivileged user of its own.
+    `tinytorch/` folder inside a notebook's folder cannot shadow the installed package.
+    The submissions' kernel (`sandbox_kernel`) runs in a bubblewrap sandbox (`sandbox`); it is
+    interrupted by a message, since a signal would reach bubblewrap, not the kernel.
     """
     _install_kernelspec(GRADER_KERNEL, "TinyTorch grader (isolated Python)", "ipykernel_launcher")
     _install_kernelspec(SANDBOX_KERNEL, "TinyTorch grader (sandboxed submission)",
-                        "tinytorch_course.sandbox_kernel")
+                        "tinytorch_course.sandbox_kernel", interrupt_mode="message")
 
 
 def load_config(root):

@@ -1,0 +1,352 @@
+"""Run a submission in a bubblewrap sandbox, and judge its test cells outside it.
+
+`SandboxedExecute` is nbgrader's Execute preprocessor for submissions. The course's
+`nbgrader_config.py` puts it first in `Autograde.autograde_preprocessors`, so every route that
+autogrades (`./course grade run`, `nbgrader autograde`, the formgrader's button) runs it. For each
+notebook it:
+
+* prepares a job folder: `work/` (the kernel's working folder: the module's data files and the
+  submission's other files, never a notebook), `ipc/` (the kernel's sockets), the records file and
+  the job spec (both only for the grader);
+* starts the `tinytorch-sandbox` kernel (`sandbox_kernel`), which runs it under bubblewrap: new
+  PID, network, IPC and UTS namespaces, a fresh root with the Python installation, the reference
+  package of the earlier modules (never the graded one) and the kernel's own files read-only,
+  `work/` and `ipc/` writable, private /tmp, /var/tmp and /dev/shm, a cleared environment, resource
+  limits; as root, a user id of its own that owns nothing else. Every process of the job dies with it;
+* executes the notebook with `RecordingExecute` (records per cell, hidden tests out of the
+  kernel's history) under a whole-notebook deadline and an output cap;
+* judges every graded test cell from its records against the answer key's (`verdicts`), marks
+  the cells that fail, and notes what to flag for review (`resources["tinytorch"]`, and
+  `FlagForReview` writes it into the gradebook).
+"""
+import compileall
+import hashlib
+import json
+import os
+from pathlib import Path
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import nbformat
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Float, Integer, Unicode
+
+from . import notebooks, verdicts
+from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
+
+HERE = Path(__file__).resolve().parent
+KERNEL_FILES = ["kernel_main.py", "kernel_guard.py"]
+UID_BASE = 2_000_000_000  # job user ids: 2e9 + a random number, owned by nothing on the machine
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot be set up on this machine (the message says what to install)."""
+
+
+def require_bubblewrap():
+    if shutil.which("bwrap") is None:
+        raise SandboxError("grading needs bubblewrap: install it (Debian/Ubuntu: apt-get install "
+                           "bubblewrap); ./course installs it itself when run as root")
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        raise SandboxError("grading as root needs setpriv (Debian/Ubuntu: apt-get install util-linux)")
+
+
+# ---------------------------------------------------------------- what the sandbox sees
+
+
+def package_owners(root):
+    """`{package module: module id}`: which notebook exports each module of `tinytorch/`."""
+    owners = {}
+    for module_id in notebooks.module_ids(root):
+        notebook = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
+        for cell in notebook.cells:
+            for name in re.findall(r"^#\|\s*(?:default_exp|export)\s+(\S+)", cell.source, re.M):
+                owners.setdefault(name, module_id)
+    return owners
+
+
+def reference_package(root, module_id, cache_dir):
+    """A compiled copy of the reference package without the modules that `module_id` or a later
+    notebook exports (a submission must not import the answer it is graded on); cached."""
+    digest = verdicts.source_digest(root, module_id)
+    target = Path(cache_dir) / "reference" / f"{module_id}-{digest}"
+    if target.is_dir():
+        return target
+    owners = package_owners(root)
+    later = {name for name, owner in owners.items() if owner >= module_id}
+    staging = Path(tempfile.mkdtemp(prefix="reference-", dir=Path(cache_dir)))
+    source = Path(root) / "tinytorch"
+    for path in sorted(source.rglob("*.py")):
+        dotted = path.relative_to(source).with_suffix("").as_posix().replace("/", ".")
+        if dotted in later:
+            continue
+        destination = staging / "tinytorch" / path.relative_to(source)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+    compileall.compile_dir(staging, quiet=1)  # the kernel may not write bytecode there
+    _world_readable(staging)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging.rename(target)
+    return target
+
+
+def kernel_files(cache_dir):
+    """The sandbox's own files (`kernel_main`, `kernel_guard`) and a prebuilt matplotlib font
+    cache, in one folder that is mounted read-only; cached."""
+    digest = hashlib.sha256(b"".join((HERE / name).read_bytes() for name in KERNEL_FILES))
+    target = Path(cache_dir) / f"kernel-{digest.hexdigest()[:16]}"
+    if target.is_dir():
+        return target
+    staging = Path(tempfile.mkdtemp(prefix="kernel-", dir=Path(cache_dir)))
+    for name in KERNEL_FILES:
+        shutil.copyfile(HERE / name, staging / name)
+    (staging / "mpl").mkdir()
+    subprocess.run([sys.executable, "-I", "-c", "import matplotlib.font_manager"], check=True,
+                   env={**os.environ, "MPLCONFIGDIR": str(staging / "mpl")}, capture_output=True)
+    compileall.compile_dir(staging, quiet=1)
+    _world_readable(staging)
+    staging.rename(target)
+    return target
+
+
+def _world_readable(top):
+    for folder, _, files in os.walk(top):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+
+
+def default_cache_dir(root):
+    return Path(root) / ".grading-cache"
+
+
+def prepare(root, module_id, cache_dir):
+    """Everything a module's jobs share, made once: `(reference package, kernel files, answer key)`."""
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return (reference_package(root, module_id, cache_dir), kernel_files(cache_dir),
+            verdicts.reference_records(root, module_id, cache_dir / "answer-keys", GRADER_KERNEL))
+
+
+# ---------------------------------------------------------------- the preprocessor
+
+
+class SandboxedExecute(verdicts.RecordingExecute):
+    """nbgrader's Execute for submissions: sandboxed, deadline and output cap, trusted verdicts."""
+
+    course_root = Unicode("", help="the course (default: CourseDirectory.root)").tag(config=True)
+    cache_dir = Unicode("", help="answer keys and reference packages (default: ROOT/.grading-cache)"
+                        ).tag(config=True)
+    job_root = Unicode("", help="where job folders go (default: the system's temporary folder)"
+                       ).tag(config=True)
+    notebook_timeout = Integer(900, help="seconds for a whole notebook").tag(config=True)
+    memory_mb = Integer(3072, help="address space of the kernel").tag(config=True)
+    file_mb = Integer(64, help="largest file the kernel may write").tag(config=True)
+    tmp_mb = Integer(256, help="size of each private temporary folder").tag(config=True)
+    processes = Integer(256, help="processes of the job's user (as root)").tag(config=True)
+    output_mb = Float(4.0, help="outputs kept per notebook").tag(config=True)
+
+    job = None  # the ./course grade run worker reads what happened here (a dict), else None
+
+    def _root(self):
+        root = self.course_root or self.config.get("CourseDirectory", {}).get("root")
+        return Path(root or os.getcwd()).resolve()
+
+    def preprocess(self, nb, resources=None, km=None):
+        require_bubblewrap()
+        module_id = resources["nbgrader"]["assignment"]
+        root = self._root()
+        reference, kernel, answer_key = prepare(root, module_id, self.cache_dir or default_cache_dir(root))
+        job_dir = Path(tempfile.mkdtemp(prefix="tinytorch-job-", dir=self.job_root or None))
+        uid = UID_BASE + secrets.randbelow(100_000_000) if os.geteuid() == 0 else None
+        spec = {"work": str(job_dir / "work"), "ipc": str(job_dir / "ipc"), "uid": uid,
+                "reference": str(reference), "kernel": str(kernel),
+                "records": str(job_dir / "records"), "log": str(job_dir / "kernel.log"),
+                "memory_bytes": self.memory_mb << 20, "file_bytes": self.file_mb << 20,
+                "tmp_bytes": self.tmp_mb << 20, "processes": self.processes,
+                "cpu_seconds": self.notebook_timeout + 60,
+                "output_bytes": int(self.output_mb * (1 << 20))}
+        outcome = self.job if self.job is not None else {}
+        try:
+            self._lay_out(job_dir, spec, resources)
+            self.records_path = spec["records"]
+            self._spec_path = job_dir / "spec.json"
+            self._ipc_prefix = os.path.join(spec["ipc"], "kernel")
+            self._output_cap, self._output_bytes, self._truncated = spec["output_bytes"], 0, set()
+            nb.cells.append(nbformat.v4.new_code_cell("__import__('kernel_guard').report()"))
+            self._report_cell = len(nb.cells) - 1
+            timer = threading.Timer(self.notebook_timeout, self._deadline_passed, [outcome])
+            timer.start()
+            try:
+                nb, resources = super().preprocess(nb, resources, km)
+            except DeadKernelError:
+                outcome["died_in_cell"] = self._running
+                outcome["kernel_log"] = _last_line(job_dir / "kernel.log")
+                raise
+            except CellTimeoutError:
+                outcome["unstoppable_cell"] = self._running
+                raise
+            finally:
+                timer.cancel()
+            guard_records = self.cell_records.pop(self._report_cell, [])
+            nb.cells.pop()
+        finally:
+            if uid is not None:
+                kill_user(uid)
+            shutil.rmtree(job_dir, ignore_errors=True)
+        reasons, notes = self._judge(nb, answer_key, guard_records)
+        if self._truncated:
+            notes.append(f"output cut at {self._output_cap} bytes")
+        outcome.update(reasons=outcome.get("reasons", []) + reasons, notes=outcome.get("notes", []) + notes)
+        resources["tinytorch"] = {"reasons": reasons, "notes": notes}
+        return nb, resources
+
+    def _lay_out(self, job_dir, spec, resources):
+        """The job folder: the kernel's `work/` (the other files next to the notebook, regular
+        files only, never a notebook) and `ipc/`, and the spec the launcher reads."""
+        job_dir.chmod(0o711)
+        for name in ["work", "ipc"]:
+            (job_dir / name).mkdir(mode=0o700)
+        beside = Path(resources.get("metadata", {}).get("path") or ".")
+        for path in beside.rglob("*"):
+            if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb":
+                target = job_dir / "work" / path.relative_to(beside)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+        spec_path = job_dir / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        spec_path.chmod(0o600)
+
+    def kernel_env(self):
+        return {"PATH": os.environ.get("PATH", ""), "TINYTORCH_SANDBOX": str(self._spec_path)}
+
+    def create_kernel_manager(self):
+        """The sandbox kernel, whatever `Execute.kernel_name` says; it talks over unix sockets in
+        `ipc/` (it has no network)."""
+        self.kernel_name = SANDBOX_KERNEL
+        km = super().create_kernel_manager()
+        if km.kernel_name != SANDBOX_KERNEL:
+            raise RuntimeError(f"refusing to grade in the kernel {km.kernel_name!r}")
+        km.transport, km.ip = "ipc", self._ipc_prefix
+        return km
+
+    def _deadline_passed(self, outcome):
+        outcome["deadline_passed"] = True
+        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)  # bubblewrap: the whole sandbox goes with it
+            except ProcessLookupError:
+                pass
+
+    def on_cell_execute(self, **kwargs):
+        self._running = kwargs.get("cell_index")
+        if self.job is not None:
+            self.job["running"] = self._running
+
+    def output(self, outs, msg, display_id, cell_index):
+        """Keep outputs up to the cap, then one line that says they were cut."""
+        content = msg.get("content", {})
+        size = len(content.get("text", "")) + sum(
+            len(v) if isinstance(v, str) else len(json.dumps(v)) for v in content.get("data", {}).values()
+        ) + sum(len(line) for line in content.get("traceback", []))
+        self._output_bytes += size
+        if self._output_bytes <= self._output_cap:
+            return super().output(outs, msg, display_id, cell_index)
+        if cell_index not in self._truncated:
+            self._truncated.add(cell_index)
+            outs.append(nbformat.v4.new_output(
+                "stream", name="stdout", text=f"[output cut by the grader: over {self._output_cap} bytes]\n"))
+        return None
+
+    def _judge(self, nb, answer_key, guard_records):
+        """Trusted verdicts on every test cell; `(reasons to flag for review, notes)`."""
+        judged = verdicts.judge(nb, self.cell_records, answer_key)
+        cells = notebooks.cells_by_id(nb)
+        overruled = sorted(gid for gid, v in judged.items()
+                           if v.failures and not v.interference and not verdicts.kernel_failed(cells[gid]))
+        verdicts.mark_failures(nb, judged)
+        reasons, notes = [], []
+        hidden_errors = sorted(gid for gid, v in judged.items() if v.interference)
+        if hidden_errors:
+            reasons.append("the kernel reported no error where the grader's checks failed or did not "
+                           f"run (the submission hid errors from nbgrader): {', '.join(hidden_errors)}")
+        fitted = verdicts.visible_without_hidden(nb, judged, answer_key)
+        if fitted:
+            reasons.append("passes the visible tests but none of the hidden checks of "
+                           f"{', '.join(fitted)} (answers fitted to the visible examples?)")
+        reports = [r.get("findings") for r in guard_records if r.get("kind") == "guard"]
+        if not reports:
+            reasons.append("the integrity check did not report (the submission may have "
+                           "interfered with the grader)")
+        for findings in reports:
+            if isinstance(findings, list):
+                reasons += [f"{what} (in cell {cell})" for what, cell in findings
+                            if isinstance(what, str)][:20]
+        if overruled:
+            notes.append(f"the grader's own checks failed where the notebook's did not: {', '.join(overruled)}")
+        return sorted(set(reasons), key=reasons.index), notes
+
+
+def _last_line(path):
+    """What a dead kernel last said: Python's fatal error line if any, else its last line."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 8192))
+            lines = [line for line in f.read().decode(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    fatal = [line for line in lines if line.startswith("Fatal Python error")]
+    return (fatal or lines or [""])[-1].strip()[:200]
+
+
+def kill_user(uid):
+    """SIGKILL every process of `uid` (the job's own user), until none is left."""
+    for _ in range(20):
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/status", "rb") as f:
+                    line = next(line for line in f if line.startswith(b"Uid:"))
+            except (OSError, StopIteration):
+                continue
+            if int(line.split()[1]) == uid:
+                found = True
+                try:
+                    os.kill(int(entry), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if not found:
+            return
+        time.sleep(0.05)
+
+
+class FlagForReview(NbGraderPreprocessor):
+    """After nbgrader saved the scores: flag the notebook in the gradebook when the sandbox found
+    something for a person to look at, with the reasons as a comment on its first graded cell."""
+
+    def preprocess(self, nb, resources):
+        found = resources.get("tinytorch", {})
+        if not found.get("reasons"):
+            return nb, resources
+        from nbgrader.api import Gradebook
+
+        info = resources["nbgrader"]
+        with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
+            submitted = gradebook.find_submission_notebook(info["notebook"], info["assignment"],
+                                                           info["student"])
+            submitted.flagged = True
+            if submitted.comments:
+                submitted.comments[0].auto_comment = "Flagged for review: " + "; ".join(found["reasons"])
+            gradebook.db.commit()
+        return nb, resources
