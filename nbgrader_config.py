@@ -22,24 +22,49 @@ c.ClearSolutions.enforce_metadata = True
 c.Execute.timeout = 120
 c.Execute.interrupt_on_timeout = True
 
-# Grade in an isolated kernel: `python -I` keeps the submission's folder off sys.path, so a
-# `tinytorch/` shipped inside a submission cannot shadow the reference package.
+# The answer keys run in an isolated kernel (`python -I`: the notebook's folder is not on sys.path).
 c.Execute.kernel_name = "tinytorch-grader"
 
-# Feedback shows which tests failed but never the source of hidden tests (neither in the cell
-# nor in a traceback).
-c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "tinytorch_course.feedback.RedactHiddenTracebacks",
-    "nbgrader.preprocessors.ClearHiddenTests",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+# Submissions run in a bubblewrap sandbox and each test cell is judged by the grader's own
+# checks (tinytorch_course/sandbox.py), whichever route autogrades: `./course grade run`,
+# `nbgrader autograde` or the formgrader's button. What it finds for review flags the notebook.
+c.Autograde.autograde_preprocessors = [
+    "tinytorch_course.sandbox.SandboxedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "tinytorch_course.sandbox.FlagForReview",
+    "nbconvert.preprocessors.sanitize.SanitizeHTML",  # the formgrader shows what is stored: no live script
 ]
 
-# The LMS zip route (`nbgrader zip_collect`): archives hold `<student-id>_<NN_module>.ipynb`.
-c.ZipCollectApp.collector_plugin = "nbgrader.plugins.FileNameCollectorPlugin"
+# Feedback shows which tests failed but never the source of hidden tests (not in a cell, a
+# traceback or any output), and the page runs no script (sanitized HTML, a strict CSP). The
+# formgrader renders submissions with sanitized HTML too.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "tinytorch_course.feedback.RedactHidden",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.sanitize.SanitizeHTML",  # nbgrader's template renders markdown unsanitized
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+c.GenerateFeedback.exporter_class = "tinytorch_course.feedback.SafeHTMLExporter"
+c.SanitizeHTML.tags = ["a", "abbr", "b", "blockquote", "code", "em", "i", "li", "ol", "strong", "ul",
+                       "details", "summary", "br", "sub", "sup", "kbd"]  # bleach's, plus the course's hints
+c.HTMLExporter.sanitize_html = True
+
+# Collecting trusts nothing in a submission (tinytorch_course/intake.py). The LMS zip route
+# (`nbgrader zip_collect`): archives hold `<student-id>_<NN_module>.ipynb`, each learner's uploads
+# in a folder of their own where the LMS makes one; nested archives are unpacked safely.
+c.ZipCollectApp.extractor_plugin = "tinytorch_course.intake.SafeExtractor"
+c.ZipCollectApp.collector_plugin = "tinytorch_course.intake.RosterCollector"
 c.FileNameCollectorPlugin.named_regexp = (
     r".*/(?P<student_id>[A-Za-z0-9-]+)_(?P<file_id>\d\d_[a-z_]+\.ipynb)$"
 )
+# nbgrader's exchange: a submission counts only from the learner who owns it, at its real time.
+c.ExchangeFactory.collect = "tinytorch_course.intake.TrustedExchangeCollect"
 
 # Executed solutions must not change on every build: no per-cell timestamps.
 c.Execute.record_timing = False

@@ -53,11 +53,13 @@ def grade(args):
     elif args.step == "collect":
         module = module_id(args.module)
         if args.zip:
-            skipped = grading.zip_collect(ROOT, module, args.zip)
-            for name in skipped:
-                print(f"not collected (name is not <student-id>_{module}.ipynb): {name}")
+            for problem in grading.zip_collect(ROOT, module, args.zip):
+                print(f"not collected: {problem}")
         elif args.folder:
-            print(f"collected {len(grading.collect_folder(ROOT, module, args.folder))} learners")
+            students, problems = grading.collect_folder(ROOT, module, args.folder)
+            for problem in problems:
+                print(f"not collected: {problem}")
+            print(f"collected {len(students)} learners")
         else:
             grading.collect_exchange(ROOT, module)
         print(f"submissions are in {ROOT / 'submitted'}/<student>/{module}/")
@@ -82,13 +84,22 @@ def grade(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="course", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="export tinytorch/ and regenerate release/ and solutions/")
+    build = commands.add_parser("build", help="export tinytorch/ and regenerate release/ and solutions/")
+    build.add_argument("modules", nargs="*", help="NN or NN_name: regenerate only these (default: all)")
     demo = commands.add_parser("demo", help="build, then grade a sample class and print the grades")
     demo.add_argument("--no-build", action="store_true", help="grade the current build as it is")
     workspace = commands.add_parser("workspace", help="make the learners' workspace (a folder and a zip)")
     workspace.add_argument("--out", type=Path, default=ROOT / "artifacts" / "workspace",
                            help="where to write it (default: artifacts/workspace)")
     add_grade_commands(commands)
+    hub = commands.add_parser("hub", help="run a class on JupyterHub on this machine (as root; Ctrl-C stops it)")
+    hub.add_argument("--roster", help="the class: a CSV with columns id, first_name, last_name, email "
+                                      "(needed the first time; each id becomes a system account)")
+    hub.add_argument("--instructor", default="instructor", help="the instructor's account (default: instructor)")
+    hub.add_argument("--state", type=Path, default=Path("/srv/tinytorch-hub"),
+                     help="the hub's own folder: environment, proxy, exchange (default: /srv/tinytorch-hub)")
+    hub.add_argument("--homes", type=Path, default=Path("/home"), help="where new accounts get their home")
+    hub.add_argument("--port", type=int, default=8000, help="the hub's port on 127.0.0.1 (it also uses the next two)")
     milestone = commands.add_parser("milestone", help="run a milestone of the course with the package")
     milestone.add_argument("name", choices=["digits", "gpt"],
                            help="digits: module 05's MLP on handwritten digits; gpt: module 07's GPT on Python")
@@ -104,7 +115,7 @@ def main(argv=None):
     try:
         if args.command == "build":
             from .build import build
-            build(ROOT)
+            build(ROOT, [module_id(m) for m in args.modules] or None)
         elif args.command == "milestone":
             if args.name == "gpt":
                 from .milestone import gpt
@@ -121,6 +132,11 @@ def main(argv=None):
             make_workspace(ROOT, args.out)
         elif args.command == "grade":
             return grade(args)
+        elif args.command == "hub":
+            from .hub import prepare, serve
+            prepare(ROOT, args.state, roster=args.roster, instructor=args.instructor, homes=args.homes,
+                    port=args.port)
+            serve(args.state)
     except CourseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -2,19 +2,18 @@
 
 Each (learner, module) is a job. A worker process grades it with nbgrader's own `Autograde` in a
 private course folder of its own: a copy of the configuration, a snapshot of the gradebook, and a
-copy of that one submission, executed in the sandbox kernel (`sandbox_kernel`: resource limits,
-an unprivileged user of its own when run as root, and the patching guard `kernel_guard`) by
-`GuardedExecute`, which adds a whole-notebook deadline, an output cap and the guard's report.
-The worker then writes the feedback HTML there too (nbgrader's `GenerateFeedback`). The parent
-records the executed notebook in the real gradebook with nbgrader's `Autograde` again, minus
-execution (`SaveAutoGrades`, late penalties), one job at a time, and publishes the feedback once
-every submission ran. So the gradebook has one writer, and a submission never runs where the
-gradebook, release/ or other learners' files are.
+copy of that one submission. The course's configuration runs it with `sandbox.SandboxedExecute`
+(bubblewrap, resource limits, trusted verdicts from the checks' records), so this route and
+nbgrader's own (`nbgrader autograde`, the formgrader) grade alike. The worker then writes the
+feedback HTML there too (nbgrader's `GenerateFeedback`). The parent records the executed notebook
+in the real gradebook with nbgrader's `Autograde` again, minus execution (`SaveAutoGrades`, late
+penalties), one job at a time, and publishes the feedback once every submission ran. So the
+gradebook has one writer, and no submission runs where the gradebook, release/ or other learners'
+files are.
 
-Every module is graded against the course's reference package (a copy put first on the kernel's
-sys.path), never against the learner's earlier modules.
+Every module is graded against the course's reference package of the modules before it (never the
+learner's earlier modules, never the module's own answer).
 """
-import compileall
 from concurrent.futures import ProcessPoolExecutor, as_completed
 import dataclasses
 import datetime
@@ -23,30 +22,25 @@ import multiprocessing
 import os
 from pathlib import Path
 import re
-import secrets
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 
 import nbformat
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbgrader.preprocessors import Execute
 
-from . import notebooks
-from .nbgrader_api import SANDBOX_KERNEL, CourseError, api, check, install_grader_kernel, load_config
+from . import notebooks, sandbox
+from .intake import printable
+from .nbgrader_api import CourseError, api, check, install_grader_kernel, load_config
 
 STATUS_FILE = "grading-status.json"  # instructor state, next to the gradebook
 PROTECTED = ["nbgrader_config.py", "modules", "release", "solutions", "submitted", "tinytorch"]
+MAX_NOTEBOOK_BYTES = 64 << 20
 
 
 UNUSUAL_ERRORS = {  # errors in a cell that the summary mentions, whatever the score
     "CellTimeoutError": "was stopped at the {cell_timeout} s cell limit",
     "KeyboardInterrupt": "was stopped at the {cell_timeout} s cell limit",
-    "MemoryError": "ran out of memory (limit {memory_bytes} bytes)",
+    "MemoryError": "ran out of memory (limit {memory_mb} MB)",
     "SystemExit": "called exit() (SystemExit)",
     "PermissionError": "tried to change files it may not (PermissionError)",
 }
@@ -65,142 +59,69 @@ class Limits:
 
 # ---------------------------------------------------------------- inside the worker process
 
-class GuardedExecute(Execute):
-    """nbgrader's Execute plus a whole-notebook deadline, an output cap and the guard's report.
-
-    The worker sets `GuardedExecute.job` (a dict) before running Autograde; findings go back in it.
-    """
-    job = None
-
-    def on_cell_execute(self, **kwargs):
-        self._running = kwargs.get("cell_index")
-
-    def output(self, outs, msg, display_id, cell_index):
-        content = msg.get("content", {})
-        size = len(content.get("text", "")) + sum(
-            len(v) if isinstance(v, str) else len(json.dumps(v)) for v in content.get("data", {}).values()
-        ) + sum(len(line) for line in content.get("traceback", []))
-        self._output_bytes += size
-        if self._output_bytes <= self.job["output_bytes"] or cell_index == self._report_cell:
-            return super().output(outs, msg, display_id, cell_index)
-        if cell_index not in self._truncated:
-            self._truncated.add(cell_index)
-            name = content.get("name", "stdout") if msg["msg_type"] == "stream" else "stdout"
-            outs.append(nbformat.v4.new_output(
-                "stream", name=name, text=f"[output cut by the grader: over {self.job['output_bytes']} bytes]\n"))
-        return None
-
-    def _deadline_passed(self):
-        self.job["deadline_passed"] = True
-        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
-        if pid:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-    def preprocess(self, nb, resources):
-        job = self.job
-        nonce = secrets.token_hex(16)
-        nb.cells.append(nbformat.v4.new_code_cell(
-            f"__import__('tinytorch_course.kernel_guard', fromlist=['report']).report({nonce!r})"))
-        self._output_bytes, self._truncated, self._running = 0, set(), None
-        self._report_cell = len(nb.cells) - 1
-        timer = threading.Timer(job["notebook_timeout"], self._deadline_passed)
-        timer.start()
-        try:
-            nb, resources = super().preprocess(nb, resources)
-        except DeadKernelError:
-            job["died_in_cell"] = self._running
-            raise
-        except CellTimeoutError:
-            job["unstoppable_cell"] = self._running
-            raise
-        finally:
-            timer.cancel()
-            reclaim(job)
-        report = nb.cells.pop()
-        job["guard"] = None
-        for output in report.get("outputs", []):
-            for line in output.get("text", "").splitlines():
-                if line.startswith(nonce + " "):
-                    job["guard"] = json.loads(line[len(nonce) + 1:])
-        job["truncated"] = sorted(self._truncated)
-        return nb, resources
-
-
-def kill_user(uid):
-    """SIGKILL every process of `uid` (a user id owned by one job only)."""
-    for _ in range(5):
-        found = False
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/status") as f:
-                    line = next(line for line in f if line.startswith("Uid:"))
-            except (OSError, StopIteration):
-                continue
-            if int(line.split()[1]) == uid:
-                found = True
-                try:
-                    os.kill(int(entry), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        if not found:
-            return
-        time.sleep(0.05)
-
-
-def reclaim(job):
-    """After execution: end the job's processes, take its folders back, drop links and specials."""
-    uid = job.get("uid")
-    if uid is not None:
-        kill_user(uid)
-    for top in [job["workdir"], job["private"]]:
-        for folder, dirs, files in os.walk(top):
-            for name in dirs + files:
-                path = os.path.join(folder, name)
-                if os.path.islink(path) or not (os.path.isfile(path) or os.path.isdir(path)):
-                    os.unlink(path)
-                elif os.geteuid() == 0:
-                    os.lchown(path, 0, 0)
-        if os.geteuid() == 0 and os.path.isdir(top):
-            os.lchown(top, 0, 0)
-
-
 def _copy_submission(source, destination):
-    """Copy a submission folder without its links; returns the links left out."""
+    """Copy a submission folder's regular files (as 0644, folders 0755); returns what was left
+    out (links, devices, FIFOs)."""
     left_out = []
     for folder, dirs, files in os.walk(source):
         relative = os.path.relpath(folder, source)
-        os.makedirs(os.path.join(destination, relative), exist_ok=True)
+        os.makedirs(os.path.join(destination, relative), mode=0o755, exist_ok=True)
         for name in dirs + files:
             path = os.path.join(folder, name)
-            if os.path.islink(path):
+            if os.path.islink(path) or not (os.path.isfile(path) or os.path.isdir(path)):
                 left_out.append(os.path.join(relative, name))
             elif os.path.isfile(path):
-                shutil.copy(path, os.path.join(destination, relative, name))
+                shutil.copyfile(path, os.path.join(destination, relative, name))
+                os.chmod(os.path.join(destination, relative, name), 0o644)
     return left_out
+
+
+def metadata_problem(notebook):
+    """What is wrong with a notebook's nbgrader cell metadata (None if nothing): nbgrader would
+    raise on it."""
+    seen = set()
+    for index, cell in enumerate(notebook.cells):
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is None:
+            continue
+        if not isinstance(meta, dict):
+            return f"cell {index} has nbgrader metadata that is not a mapping"
+        gid = meta.get("grade_id")
+        if gid is not None and not (isinstance(gid, str) and re.fullmatch(r"[A-Za-z0-9_\-]*", gid)):
+            return f"cell {index} has an invalid grade id {str(gid)[:40]!r}"
+        if gid in seen:
+            return f"cell {index} repeats the grade id {gid!r}"
+        seen.add(gid)
+        for flag in ("grade", "solution", "locked", "task"):
+            if flag in meta and not isinstance(meta[flag], bool):
+                return f"cell {index} has a non-boolean nbgrader {flag!r}"
+        if "points" in meta and not isinstance(meta["points"], (int, float)):
+            return f"cell {index} has non-numeric points"
+    return None
 
 
 def inspect_submission(root, student, module):
     """`(status, reasons, notes)` from what was handed in, before anything runs."""
     folder = Path(root) / "submitted" / student / module
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():
         return "missing", ["nothing submitted"], []
     path = folder / f"{module}.ipynb"
     if not path.is_file() or path.is_symlink():
-        found = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.ipynb"))
+        found = sorted(printable(p.relative_to(folder), 80) for p in folder.rglob("*.ipynb"))
         if found:
-            return "failed", [f"wrong file name: found {', '.join(found)}, expected {module}.ipynb"], []
+            return "failed", [f"wrong file name: found {', '.join(found[:5])}, expected {module}.ipynb"], []
         return "failed", [f"the submission holds no notebook (expected {module}.ipynb)"], []
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        return "failed", [f"{module}.ipynb is larger than {MAX_NOTEBOOK_BYTES >> 20} MB"], []
     try:
         submitted = nbformat.read(str(path), as_version=4)
         nbformat.validate(submitted)
+        problem = metadata_problem(submitted)
     except Exception as error:  # noqa: BLE001  (any unreadable notebook is reported, never raised)
         first = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
         return "failed", [f"{module}.ipynb is not a valid notebook: {first}"], []
+    if problem:
+        return "failed", [f"{module}.ipynb has broken nbgrader metadata: {problem}"], []
     reasons, notes = [], []
     release = notebooks.read(notebooks.notebook_path(root, "release", module))
     graded_source = notebooks.cells_by_id(notebooks.read(notebooks.notebook_path(root, "modules", module)))
@@ -217,106 +138,100 @@ def inspect_submission(root, student, module):
             notes.append(f"edited the locked cell {gid} (restored from the gradebook)")
     kernel = submitted.metadata.get("kernelspec", {}).get("name")
     if kernel != release.metadata.get("kernelspec", {}).get("name"):
-        notes.append(f"kernelspec changed to {kernel!r} (ignored: graded in {SANDBOX_KERNEL})")
+        notes.append(f"kernelspec changed to {str(kernel)[:40]!r} (ignored: graded in the sandbox)")
     shipped = [p.name for p in folder.iterdir() if p.name in ("tinytorch", "tinytorch.py")]
     if shipped:
         reasons.append(f"ships its own {shipped[0]} (not used: graded against the reference package)")
     return ("review" if reasons else "graded"), reasons, notes
 
 
+def one_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:200]}" if text else type(error).__name__
+
+
 def execute_job(job):
-    """Worker: autograde one submission in its own sandbox; returns the job with its outcome."""
+    """Worker: autograde one submission in a private course copy; returns the job with its
+    outcome. Whatever goes wrong with this submission fails it alone, never the run."""
     started = time.perf_counter()
-    sandbox = Path(job["sandbox"])
-    course = sandbox / "course"
+    try:
+        _autograde_job(job)
+    except Exception as error:  # noqa: BLE001
+        job["status"], job["results"] = "failed", None
+        job["reasons"].append(f"the grader could not grade it: {one_line(error)}")
+    job["seconds"] = time.perf_counter() - started
+    if job["results"] and job["feedback_dir"]:
+        try:
+            write_feedback(Path(job["job_dir"]) / "course", job)
+        except Exception as error:  # noqa: BLE001
+            job["notes"].append(f"feedback failed: {one_line(error)}")
+    return job
+
+
+def _autograde_job(job):
+    job_dir = Path(job["job_dir"])
+    course = job_dir / "course"
     student, module = job["student"], job["module"]
-    for sub in ["", "course"]:
-        (sandbox / sub).mkdir(mode=0o711, parents=True, exist_ok=True)
-    if job["uid"] is not None:  # only this job's kernel (its group) may enter its folder
-        os.chown(sandbox, 0, job["uid"])
-        sandbox.chmod(0o710)
+    course.mkdir(mode=0o700, parents=True)
     root = Path(job["root"])
-    shutil.copy(root / "nbgrader_config.py", course / "nbgrader_config.py")
-    shutil.copy(job["gradebook"], course / "gradebook.db")
-    os.chmod(course / "gradebook.db", 0o600)
+    shutil.copyfile(root / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copyfile(job["gradebook"], course / "gradebook.db")
     source = root / "modules" / module
     for path in source.rglob("*"):  # data files the module ships; never the source notebook
         if path.is_file() and path.suffix != ".ipynb":
             (course / "modules" / module / path.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, course / "modules" / module / path.relative_to(source))
+            shutil.copyfile(path, course / "modules" / module / path.relative_to(source))
     (course / "modules" / module).mkdir(parents=True, exist_ok=True)
     links = _copy_submission(root / "submitted" / student / module, course / "submitted" / student / module)
     if links:
-        job["notes"].append(f"left out links: {', '.join(links)}")
-    job["workdir"] = str(course / "autograded")
-    job["private"] = str(sandbox / "private")
-    spec = {key: job[key] for key in ["workdir", "private", "reference", "mpl_cache", "uid", "hide",
-                                      "sandbox",
-                                      "memory_bytes", "file_bytes", "cpu_seconds", "processes",
-                                      "output_bytes"]}
-    spec_file = sandbox / "kernel-spec.json"
-    spec_file.write_text(json.dumps(spec))
-    os.chmod(spec_file, 0o600)
-    os.environ["TINYTORCH_SANDBOX"] = str(spec_file)
-    GuardedExecute.job = job
+        job["notes"].append(f"left out links and special files: {', '.join(map(repr, links))[:300]}")
     from traitlets.config import Config
-    from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput
-    from nbgrader.preprocessors import SaveAutoGrades
-    from nbconvert.preprocessors import ClearMetadataPreprocessor
 
     config = Config()
-    config.Execute.kernel_name = SANDBOX_KERNEL
-    config.Execute.shutdown_kernel = "immediate"  # reclaim() ends its processes anyway
+    config.SandboxedExecute.course_root = str(root)
+    config.SandboxedExecute.cache_dir = job["cache_dir"]
+    config.SandboxedExecute.job_root = str(job_dir)
+    for name in ["notebook_timeout", "memory_mb", "file_mb", "processes", "output_mb"]:
+        config.SandboxedExecute[name] = job[name]
+    config.Execute.shutdown_kernel = "immediate"  # the sandbox ends all its processes anyway
     if job["cell_timeout"]:
         config.Execute.timeout = job["cell_timeout"]
-    config.Autograde.autograde_preprocessors = [
-        GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-        AssignLatePenalties, CheckCellMetadata]
+    sandbox.SandboxedExecute.job = job
     result = api(course, config=config).autograde(module, student, force=True, create=True)
     executed = course / "autograded" / student / module / f"{module}.ipynb"
     if result.get("success") and executed.is_file():
-        results = sandbox / "results" / student / module
+        results = job_dir / "results" / student / module
         results.mkdir(parents=True)
-        shutil.copy(executed, results / executed.name)
+        shutil.copyfile(executed, results / executed.name)
         timestamp = course / "submitted" / student / module / "timestamp.txt"
         if timestamp.is_file():
-            shutil.copy(timestamp, results / "timestamp.txt")
-        job["results"] = str(sandbox / "results")
-        guard = job.get("guard")
-        if guard is None:
-            job["reasons"].append("the integrity check did not report (the submission may have "
-                                  "interfered with the grader)")
-        else:
-            job["reasons"] += [f"{what} (in cell {cell})" for what, cell in guard]
+            shutil.copyfile(timestamp, results / "timestamp.txt")
+        job["results"] = str(job_dir / "results")
         for index, cell in enumerate(notebooks.read(executed).cells):
             for name in {o.ename for o in cell.get("outputs", []) if o.output_type == "error"}:
-                if name in UNUSUAL_ERRORS:
-                    job["notes"].append(f"cell {index} {UNUSUAL_ERRORS[name]}".format(**job))
-        if job.get("truncated"):
-            job["notes"].append(f"output cut at {job['output_bytes']} bytes")
+                note = f"cell {index} {UNUSUAL_ERRORS.get(name, '')}".format(**job)
+                if name in UNUSUAL_ERRORS and note not in job["notes"]:
+                    job["notes"].append(note)
         if job["reasons"]:
             job["status"] = "review"
+        return
+    job["status"], job["results"] = "failed", None
+    cell = job.get("died_in_cell")
+    where = f" in cell {cell}" if cell is not None else ""
+    if "unstoppable_cell" in job:
+        job["reasons"].append(f"cell {job['unstoppable_cell']} ran past the {job['cell_timeout']} s "
+                              "cell limit and ignored the interrupt; stopped")
+    elif job.get("deadline_passed"):
+        job["reasons"].append(f"ran past the {job['notebook_timeout']} s limit for a whole "
+                              f"notebook{where}; stopped")
+    elif "died_in_cell" in job:
+        last = f": {job['kernel_log']}" if job.get("kernel_log") else ""
+        job["reasons"].append(f"the kernel died{where} (exit, crash or resource limit){last}")
     else:
-        job["status"], job["results"] = "failed", None
-        cell = job.get("died_in_cell")
-        where = f" in cell {cell}" if cell is not None else ""
-        if "unstoppable_cell" in job:
-            job["reasons"].append(f"cell {job['unstoppable_cell']} ran past the {job['cell_timeout']} s "
-                                  "cell limit and ignored the interrupt; stopped")
-        elif job.get("deadline_passed"):
-            job["reasons"].append(f"ran past the {job['notebook_timeout']} s limit for a whole "
-                                  f"notebook{where}; stopped")
-        elif "died_in_cell" in job:
-            job["reasons"].append(f"the kernel died{where} (exit, crash or resource limit)")
-        else:
-            job["log"] = result.get("log", "")
-            errors = [line.strip() for line in job["log"].splitlines()
-                      if re.match(r"\s*[\w.]*(Error|Exception)\b", line) and "NbGrader" not in line]
-            job["reasons"].append("nbgrader could not grade it: " + (errors[-1] if errors else "no log"))
-    job["seconds"] = time.perf_counter() - started
-    if job["results"] and job["feedback_dir"]:
-        write_feedback(course, job)
-    return job
+        log = result.get("log", "")
+        errors = [line.strip() for line in log.splitlines()
+                  if re.match(r"\s*[\w.]*(Error|Exception)\b", line) and "NbGrader" not in line]
+        job["reasons"].append("nbgrader could not grade it: " + (errors[-1][:300] if errors else "no log"))
 
 
 def write_feedback(course, job):
@@ -350,26 +265,6 @@ def fingerprint(root):
     return found
 
 
-def _prepare_run_dir(root, scratch=None):
-    run_dir = Path(tempfile.mkdtemp(prefix="tinytorch-grading-", dir=scratch))
-    run_dir.chmod(0o711)
-    reference = run_dir / "reference"
-    shutil.copytree(Path(root) / "tinytorch", reference / "tinytorch",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    compileall.compile_dir(reference, quiet=1)  # kernels may not write bytecode there
-    for folder, dirs, files in os.walk(run_dir):
-        os.chmod(folder, 0o755 if folder.startswith(str(reference)) else 0o711)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o644)
-    mpl = run_dir / "mpl"
-    mpl.mkdir(mode=0o755)
-    subprocess.run([sys.executable, "-I", "-c", "import matplotlib.font_manager"], check=True,
-                   env={**os.environ, "MPLCONFIGDIR": str(mpl)}, capture_output=True)
-    for path in mpl.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return run_dir
-
-
 def read_status(root):
     path = Path(root) / STATUS_FILE
     return json.loads(path.read_text()) if path.is_file() else {}
@@ -389,6 +284,15 @@ def class_list(root):
         return sorted(s.id for s in gradebook.students), sorted(a.name for a in gradebook.assignments)
 
 
+def _result(future, job):
+    """A finished job, or the job failed if its worker process itself died."""
+    try:
+        return future.result()
+    except Exception as error:  # noqa: BLE001  (BrokenProcessPool: the worker was killed)
+        return dict(job, status="failed", results=None,
+                    reasons=job["reasons"] + [f"the grading worker died: {one_line(error)}"])
+
+
 def merge(root, job):
     """Record an executed notebook in the real gradebook: nbgrader's Autograde minus execution."""
     from traitlets.config import Config
@@ -405,6 +309,9 @@ def merge(root, job):
         submission = gradebook.find_submission(job["module"], job["student"])
         for notebook in submission.notebooks:
             notebook.flagged = job["status"] == "review"
+            if notebook.comments:
+                notebook.comments[0].auto_comment = (
+                    "Flagged for review: " + "; ".join(job["reasons"]) if job["reasons"] else None)
         gradebook.db.commit()
         return submission.score, submission.max_score
 
@@ -452,48 +359,52 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
                 outcome[module][student] = entry
             else:
                 planned.append((module, student, entry))
-    run_dir = _prepare_run_dir(root, scratch)
+    try:
+        sandbox.require_bubblewrap()
+        cache_dir = sandbox.default_cache_dir(root)
+        for module in sorted({module for module, _, _ in planned}):
+            sandbox.prepare(root, module, cache_dir)  # the answer key's records, once per module
+    except (sandbox.SandboxError, RuntimeError) as error:
+        raise CourseError(str(error)) from error
+    run_dir = Path(tempfile.mkdtemp(prefix="tinytorch-grading-", dir=scratch))
     snapshot = run_dir / "gradebook-snapshot.db"
-    shutil.copy(root / "gradebook.db", snapshot)
-    snapshot.chmod(0o600)
-    (run_dir / "feedback").mkdir(mode=0o700)
+    shutil.copyfile(root / "gradebook.db", snapshot)
+    (run_dir / "feedback").mkdir()
     before = fingerprint(root)
     started = time.perf_counter()
-    as_root = os.geteuid() == 0
     context = multiprocessing.get_context("fork")
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = []
+            futures = {}
             for index, (module, student, entry) in enumerate(planned):
                 job = dict(entry, module=module, student=student, root=str(root),
-                           sandbox=str(run_dir / "jobs" / str(index)), gradebook=str(snapshot),
-                           reference=str(run_dir / "reference"), mpl_cache=str(run_dir / "mpl"),
-                           hide=[str(root), os.path.expanduser("~")],
-                           uid=1_000_000_000 + secrets.randbelow(1_000_000_000) if as_root else None,
-                           memory_bytes=limits.memory_mb << 20, file_bytes=limits.file_mb << 20,
-                           cpu_seconds=limits.notebook_timeout + 60, processes=limits.processes,
-                           cell_timeout=cell_timeout, notebook_timeout=limits.notebook_timeout,
-                           output_bytes=int(limits.output_mb * (1 << 20)),
-                           feedback_dir=str(run_dir / "feedback" / str(index)) if feedback else None)
-                futures.append(pool.submit(execute_job, job))
+                           job_dir=str(run_dir / "jobs" / str(index)), gradebook=str(snapshot),
+                           cache_dir=str(cache_dir), results=None,
+                           feedback_dir=str(run_dir / "feedback" / str(index)) if feedback else None,
+                           **dataclasses.asdict(limits) | {"cell_timeout": cell_timeout})
+                futures[pool.submit(execute_job, job)] = job
             with_feedback = []
             for future in as_completed(futures):
-                job = future.result()
+                job = _result(future, futures[future])
                 entry = {key: job[key] for key in ["status", "reasons", "notes"]}
                 entry["score"] = entry["max_score"] = None
-                entry["seconds"] = round(job["seconds"], 2)
+                entry["seconds"] = round(job.get("seconds", 0), 2)
                 if job["results"]:
-                    entry["score"], entry["max_score"] = merge(root, job)
-                    if job.get("feedback_html"):
-                        with_feedback.append(job)
+                    try:
+                        entry["score"], entry["max_score"] = merge(root, job)
+                    except Exception as error:  # noqa: BLE001  (one bad record fails only itself)
+                        entry["status"] = "failed"
+                        entry["reasons"] = entry["reasons"] + [f"recording the grade failed: {one_line(error)}"]
+                    else:
+                        if job.get("feedback_html"):
+                            with_feedback.append(job)
                 outcome[job["module"]][job["student"]] = entry
-                shutil.rmtree(job["sandbox"], ignore_errors=True)
+                shutil.rmtree(job["job_dir"], ignore_errors=True)
             elapsed = time.perf_counter() - started
             after = fingerprint(root)
             changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
             if changed:
-                raise CourseError("course files changed while submissions ran (run the grader as "
-                                  "root so that each submission runs as its own user): "
+                raise CourseError("course files changed while submissions ran: "
                                   + ", ".join(changed[:10]))
             for job in with_feedback:
                 publish_feedback(root, job)

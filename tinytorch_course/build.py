@@ -60,13 +60,13 @@ def _finish_solution(notebook_file):
     notebooks.write(notebook, notebook_file)
 
 
-def generate(root, staging):
-    """Write release/ and solutions/ for every module into `staging`, checking each notebook."""
+def generate(root, staging, module_ids):
+    """Write release/ and solutions/ of `module_ids` into `staging`, checking each notebook."""
     grader = api(root, release_directory=str(staging / "release"),
                  solution_directory=str(staging / "solutions"))
     from nbgrader.converters import GenerateSolution
 
-    for module_id in notebooks.module_ids(root):
+    for module_id in module_ids:
         check(grader.generate_assignment(module_id, force=True, create=True),
               f"generate_assignment {module_id}")
         release = notebooks.notebook_path(staging, "release", module_id)
@@ -82,14 +82,18 @@ def generate(root, staging):
 
 def _replace(root, staging, name):
     """Swap `root/name` for `staging/name` (renames within one folder, so never half-written)."""
-    target, fresh, old = Path(root) / name, Path(staging) / name, Path(staging) / f"old-{name}"
+    target, fresh = Path(root) / name, Path(staging) / name
+    old = Path(staging) / "old" / name
+    old.parent.mkdir(parents=True, exist_ok=True)
     if target.exists():
         target.rename(old)
+    target.parent.mkdir(parents=True, exist_ok=True)
     fresh.rename(target)
 
 
-def build(root, log=print):
-    """Clean the sources, export the package, and regenerate release/ and solutions/."""
+def build(root, module_ids=None, log=print):
+    """Clean the sources, export the package, and regenerate release/ and solutions/ (of every
+    module, or only of `module_ids`)."""
     root = Path(root).resolve()
     started = time.perf_counter()
     install_grader_kernel()
@@ -98,9 +102,14 @@ def build(root, log=print):
     log(f"exported tinytorch/ from {len(notebooks.module_ids(root))} module(s)")
     staging = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
-        generate(root, staging)
-        _replace(root, staging, "release")
-        _replace(root, staging, "solutions")
+        generate(root, staging, module_ids or notebooks.module_ids(root))
+        if module_ids:
+            for module_id in module_ids:
+                _replace(root, staging, f"release/{module_id}")
+                _replace(root, staging, f"solutions/{module_id}")
+        else:
+            _replace(root, staging, "release")
+            _replace(root, staging, "solutions")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log(f"wrote release/ and solutions/ in {time.perf_counter() - started:.1f} s")

@@ -1,21 +1,78 @@
-"""nbconvert preprocessors used when nbgrader writes feedback for learners."""
-from nbgrader.preprocessors import NbGraderPreprocessor
+"""Feedback pages that leak no hidden test and run no script (nbgrader's GenerateFeedback, configured
+in nbgrader_config.py).
 
+* `RedactHidden` removes every line of hidden-test source from every output of the notebook (a
+  submission can print what it read of the tests while they ran) and cuts a hidden test's
+  traceback to its last line. It runs before ClearHiddenTests, which removes the markers it reads.
+* `SafeHTMLExporter` is nbconvert's HTMLExporter with HTML sanitizing on (markdown cells and
+  outputs go through nbconvert's sanitizer; script, SVG and JavaScript outputs are dropped) and a
+  Content-Security-Policy that lets the page load nothing and run no script.
+"""
+import re
+
+from nbconvert.exporters import HTMLExporter
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import default
+
+from .leaks import MIN_SECRET_LENGTH, split_regions
 from .notebooks import HIDDEN_MARKERS
 
+REDACTED = "[a line of a hidden test, removed by the grader]"
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
+       "base-uri 'none'; form-action 'none'")
 
-class RedactHiddenTracebacks(NbGraderPreprocessor):
-    """Cut a hidden test's traceback down to its last line, so feedback never quotes its source.
 
-    (nbgrader's ClearHiddenTests clears the cell's source but leaves the traceback, which
-    prints the lines around the failing assertion.) Runs before ClearHiddenTests, which
-    removes the markers this looks for.
-    """
+def hidden_lines(notebook):
+    """The lines of the notebook's hidden tests long enough to recognise in an output."""
+    found = set()
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            inside, _ = split_regions(cell.source, *HIDDEN_MARKERS)
+            found |= {line for line in inside if len(line) >= MIN_SECRET_LENGTH}
+    return found
+
+
+def redact(text, secrets):
+    """`text` with each line that contains a secret line replaced by `REDACTED`."""
+    if not any(secret in text for secret in secrets):
+        return text
+    return "\n".join(REDACTED if any(s in line for s in secrets) else line for line in text.split("\n"))
+
+
+class RedactHidden(NbGraderPreprocessor):
+    """No hidden-test source in any output; a hidden test's traceback is cut to its last line."""
+
+    def preprocess(self, nb, resources):
+        self._secrets = hidden_lines(nb)
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and HIDDEN_MARKERS[0] in cell.source:
-            for output in cell.get("outputs", []):
-                if output.output_type == "error":
-                    output.traceback = [f"{output.ename}: {output.evalue}",
-                                        "(a hidden test failed; its source is not shown)"]
+        if cell.cell_type != "code":
+            return cell, resources
+        in_hidden_test = HIDDEN_MARKERS[0] in cell.source
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                output.text = redact(output.text, self._secrets)
+            elif output.output_type == "error":
+                output.evalue = redact(output.evalue, self._secrets)
+                output.traceback = ([f"{output.ename}: {output.evalue}",
+                                     "(a hidden test failed; its source is not shown)"] if in_hidden_test
+                                    else [redact(line, self._secrets) for line in output.traceback])
+            for mime, value in output.get("data", {}).items():
+                if isinstance(value, str):
+                    output.data[mime] = redact(value, self._secrets)
         return cell, resources
+
+
+class SafeHTMLExporter(HTMLExporter):
+    """HTMLExporter with sanitized HTML and a page that may load and run nothing."""
+
+    @default("sanitize_html")
+    def _sanitize_default(self):
+        return True
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        self.sanitize_html = True  # whatever the configuration says
+        html, resources = super().from_notebook_node(nb, resources, **kw)
+        meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        return re.sub(r"<head[^>]*>", lambda m: m.group(0) + "\n" + meta, html, count=1), resources

@@ -1,12 +1,12 @@
 """The instructor's grading steps, each a thin wrapper over nbgrader's own commands and API."""
 import csv
 from pathlib import Path
-import re
 import shutil
 import subprocess
 import sys
 
-from .nbgrader_api import CourseError, api, check, load_config
+from . import intake
+from .nbgrader_api import CourseError, api, check, load_config, working_directory
 
 
 def nbgrader_command(root, *args):
@@ -32,41 +32,43 @@ def import_roster(root, roster_csv):
 
 
 def zip_collect(root, module_id, archives=()):
-    """`nbgrader zip_collect`: LMS archives in downloaded/NN/archive -> submitted/<student>/NN/.
+    """nbgrader's zip_collect: LMS archives in downloaded/NN/archive -> submitted/<student>/NN/,
+    through the course's `intake` plugins. `archives` are first copied into downloaded/NN/archive/.
 
-    `archives` are first copied into downloaded/NN/archive/. Returns the extracted files whose
-    names do not follow `<student-id>_NN_name.ipynb` (so they were not collected).
+    Returns what was not collected, one readable line each (a name that does not follow
+    `<student-id>_NN_name.ipynb`, a learner not on the roster, a file in another learner's folder,
+    a duplicate of which only the newest counts).
     """
+    from nbgrader.apps import ZipCollectApp
+
     archive_dir = Path(root) / "downloaded" / module_id / "archive"
     archive_dir.mkdir(parents=True, exist_ok=True)
     for archive in archives:
-        shutil.copy(archive, archive_dir / Path(archive).name)
-    nbgrader_command(root, "zip_collect", module_id, "--force")
-    pattern = re.compile(load_config(root).FileNameCollectorPlugin.named_regexp)
-    extracted = Path(root) / "downloaded" / module_id / "extracted"
-    return sorted(str(p.relative_to(extracted)) for p in extracted.rglob("*")
-                  if p.is_file() and not pattern.match(str(p)))
+        shutil.copyfile(archive, archive_dir / Path(archive).name)
+    app = ZipCollectApp()
+    with working_directory(root):
+        app.initialize([module_id, "--force", "--log-level=ERROR"])
+        app.start()
+    for student in {info["student_id"] for info in app.collector_plugin_inst.collected}:
+        intake.sanitize(Path(root) / "submitted" / student / module_id)
+    return app.collector_plugin_inst.problems
 
 
 def collect_folder(root, module_id, folder):
     """Copy `folder/<student-id>/` (or `folder/<student-id>/NN_name/`) to submitted/<student>/NN/.
 
-    Everything in a learner's folder is copied, so a wrong file name or a missing notebook shows
-    up, with its reason, when the submission is graded. Returns the student ids.
+    Everything regular in a learner's folder is copied (no links), so a wrong file name or a
+    missing notebook shows up, with its reason, when the submission is graded. Returns
+    `(student ids, problems)`.
     """
-    students = []
-    for learner in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
-        source = learner / module_id if (learner / module_id).is_dir() else learner
-        target = Path(root) / "submitted" / learner.name / module_id
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(source, target, symlinks=True)
-        students.append(learner.name)
-    return students
+    from .autograder import class_list
+
+    return intake.collect_folder(root, module_id, folder, set(class_list(root)[0]))
 
 
 def collect_exchange(root, module_id):
-    """`nbgrader collect`: submissions from nbgrader's exchange (needs `c.Exchange.root`)."""
+    """nbgrader's collect from its exchange (needs `c.Exchange.root`), through
+    `intake.TrustedExchangeCollect`."""
     if "root" not in load_config(root).get("Exchange", {}):
         raise CourseError("nbgrader's exchange is not configured: set c.Exchange.root in "
                           "nbgrader_config.py (or collect with --zip or --folder)")
@@ -130,10 +132,10 @@ def summary(root):
             for student, entry in sorted(entries.items()):
                 if entry["status"] == wanted:
                     score = f" ({entry['score']:g}/{entry['max_score']:g})" if entry["score"] is not None else ""
-                    lines.append(f"  {label} {student}{score}: " + "; ".join(entry["reasons"]))
+                    lines.append(intake.printable(f"  {label} {student}{score}: " + "; ".join(entry["reasons"]), 2000))
         for student, entry in sorted(entries.items()):
             for note in entry["notes"]:
-                lines.append(f"  note {student}: {note}")
+                lines.append(intake.printable(f"  note {student}: {note}", 2000))
     return "\n".join(lines) if lines else "nothing graded yet"
 
 
