@@ -1,26 +1,40 @@
-"""Run a notebook the way `nbgrader autograde` does and score its test cells with nbgrader's rule."""
+"""Run a notebook as the grader does and score its test cells: nbgrader's rule (a cell that
+raised scores 0) and the grader's trusted verdict (its records against the answer key's)."""
 import nbformat
-from nbclient import NotebookClient
 from nbgrader.utils import determine_grade
 
-from tinytorch_course import notebooks
+from tinytorch_course import notebooks, verdicts
 from tinytorch_course.nbgrader_api import GRADER_KERNEL, install_grader_kernel
+
+from conftest import REPO
 
 
 def execute(notebook, workdir, timeout=120):
-    """Execute `notebook` (a copy) in the isolated grading kernel, errors allowed."""
+    """Execute a copy of `notebook` in the isolated grading kernel, errors allowed, recording
+    its checks; returns `(executed notebook, cell records)`."""
     install_grader_kernel()
     notebook = nbformat.from_dict(notebook)
-    client = NotebookClient(notebook, timeout=timeout, kernel_name=GRADER_KERNEL, allow_errors=True,
-                            resources={"metadata": {"path": str(workdir)}})
-    client.execute()
-    return notebook
+    records = verdicts.execute_recording(notebook, workdir, workdir / "records.jsonl", GRADER_KERNEL,
+                                         timeout=timeout)
+    return notebook, records
 
 
-def test_scores(notebook):
-    """`{grade id: (score, max)}` for every autograded test cell of an executed notebook."""
-    return {notebooks.grade_id(c): determine_grade(c) for c in notebook.cells
-            if notebooks.is_graded(c) and not notebooks.is_solution(c)}
+def reference(module_id, cache_dir):
+    """The answer key's records of a module (cached in `cache_dir`)."""
+    install_grader_kernel()
+    return verdicts.reference_records(REPO, module_id, cache_dir, GRADER_KERNEL)
+
+
+def test_scores(executed, cell_records, answer_key):
+    """`{grade id: (score, max)}` for every autograded test cell, as the grader scores it."""
+    judged = verdicts.judge(executed, cell_records, answer_key)
+    scores = {}
+    for cell in executed.cells:
+        if notebooks.is_graded(cell) and not notebooks.is_solution(cell):
+            gid = notebooks.grade_id(cell)
+            score, maximum = determine_grade(cell)
+            scores[gid] = (score if judged[gid].passed else 0, maximum)
+    return scores
 
 
 def with_cell_replacement(notebook, grade_id, old, new):

@@ -2,6 +2,7 @@
 the collect routes and the formgrader."""
 import csv
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -10,6 +11,7 @@ import time
 import urllib.request
 import zipfile
 
+import nbformat
 import pytest
 
 from tinytorch_course import demo, grading, notebooks
@@ -78,7 +80,8 @@ def test_zip_collect_reports_badly_named_files(sample_class, tmp_path):
     archive = tmp_path / "late.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("Untitled.ipynb", "{}")
-    assert any(name.endswith("Untitled.ipynb") for name in grading.zip_collect(sample_class, module_id, [archive]))
+    problems = grading.zip_collect(sample_class, module_id, [archive])
+    assert any("Untitled.ipynb" in problem and "<student-id>_NN_name.ipynb" in problem for problem in problems)
 
 
 def test_exchange_needs_configuring(sample_class):
@@ -153,13 +156,45 @@ def test_each_module_is_graded_against_the_reference_package(built_course, tmp_p
     shutil.copytree(built_course, root)
     hand_in = tmp_path / "hand-in" / "learner"
     hand_in.mkdir(parents=True)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,email\nlearner,L,L,\n")
+    grading.import_roster(root, roster)
     for earlier in MODULES[:MODULES.index(module_id) + 1]:
         folder = "solutions" if earlier == module_id else "release"
         shutil.copy(notebooks.notebook_path(root, folder, earlier), hand_in / f"{earlier}.ipynb")
         grading.collect_folder(root, earlier, tmp_path / "hand-in")
-    roster = tmp_path / "roster.csv"
-    roster.write_text("id,first_name,last_name,email\nlearner,L,L,\n")
-    grading.import_roster(root, roster)
     outcome = grading.autograde(root, [module_id], ["learner"], jobs=1, feedback=False,
                                 log=lambda message: None)[module_id]["learner"]
     assert outcome["status"] == "graded" and outcome["score"] == outcome["max_score"], outcome
+
+
+def test_nbgrader_s_own_autograde_runs_sandboxed_and_judges(built_course, tmp_path):
+    """`nbgrader autograde` (what the formgrader's button runs) in the course folder: the
+    submission runs in the sandbox, and hiding its errors from nbgrader earns nothing and
+    flags it in the gradebook."""
+    from nbgrader.api import Gradebook
+
+    root = tmp_path / "course"
+    shutil.copytree(built_course, root)
+    module_id = MODULES[0]
+    hook = notebooks.read(notebooks.notebook_path(root, "release", module_id))
+    cell = next(c for c in hook.cells if notebooks.is_solution(c))
+    cell.source = ("import os\nprint('CWD', os.getcwd(), os.getuid())\n_ip = get_ipython()\n"
+                   "_ip.set_custom_exc((BaseException,), lambda *a, **k: None)\n"
+                   "def _forget(result): result.error_in_exec = None\n"
+                   "_ip.events.register('post_run_cell', _forget)\n") + cell.source
+    target = notebooks.notebook_path(root, "submitted/hooker", module_id)
+    target.parent.mkdir(parents=True)
+    nbformat.write(hook, str(target))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", module_id, "--student=hooker",
+                             "--create"], cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    executed = notebooks.read(notebooks.notebook_path(root, "autograded/hooker", module_id))
+    printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert "CWD /grader/work" in printed
+    if os.geteuid() == 0:  # run as a user of its own
+        assert "CWD /grader/work 0\n" not in printed
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission(module_id, "hooker")
+        assert submission.score == 0
+        assert all(notebook.flagged for notebook in submission.notebooks)

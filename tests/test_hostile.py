@@ -1,40 +1,233 @@
-"""Hostile and broken submissions, graded together in one class with two honest learners.
+"""Hostile and broken submissions, graded together in one class beside honest learners.
 
-Each learner below hands in one kind of trouble. The whole class is graded in one parallel run;
-then each learner's outcome is checked: the score it earned, or a flag (review / failed) with the
-reason in the summary. The honest learners' grades, the gradebook, release/ and the other
-submissions must come through untouched.
+Each learner below hands in one kind of trouble, through the instructor's real route: a roster,
+`collect --folder` and an LMS zip (`zip_collect`), then `grade run` (parallel, sandboxed), the
+summary and the feedback. The classes of attack:
+
+1. a score forged inside the kernel (IPython's hooks, the checks, the records, numpy, builtins,
+   values whose `==` lies, importing the answer);
+2. escape and damage (setuid files, processes that outlive the job, files in /tmp, other jobs'
+   folders, the course's files, the network, process limits);
+3. a notebook that would crash the run (broken metadata or JSON);
+4. identity and collection (links, names, folders, duplicates, timestamps);
+5. leaks into feedback (hidden tests via history, disk or memory; secrets in the environment;
+   live script in outputs or markdown).
+
+None may gain a point silently (no points, or a flag for review, or a failure with its reason),
+change another learner's grade or a course file, crash the run, leak hidden-test source, secrets or
+live script into feedback, or leave a process or file behind.
 """
 import hashlib
+import html
+import json
+import os
+from pathlib import Path
+import re
 import shutil
+import socket
 import sqlite3
+import stat
+import subprocess
+import threading
+import zipfile
 
 import nbformat
 import pytest
 
 from tinytorch_course import grading, notebooks
 from tinytorch_course.autograder import Limits
+from tinytorch_course.leaks import split_regions
 
 from conftest import REPO
 
 MODULE = notebooks.module_ids(REPO)[0]
-LIMITS = Limits(cell_timeout=5, notebook_timeout=30, memory_mb=1536, output_mb=2)
+LIMITS = Limits(cell_timeout=20, notebook_timeout=150, memory_mb=1536, output_mb=2, processes=64)
+SECRET = "tinytorch-test-secret-" + hashlib.sha256(b"grader").hexdigest()[:12]
+STUB = "raise NotImplementedError()"
+
+
+# ---------------------------------------------------------------- building the hand-ins
 
 
 def _solution_cells(notebook):
     return [c for c in notebook.cells if notebooks.is_solution(c)]
 
 
-def before_first_solution(notebook, code):
+def first(notebook, code):
+    """`code` runs before everything the learner wrote (at the top of the first solution cell)."""
     cell = _solution_cells(notebook)[0]
     cell.source = code + "\n" + cell.source
     return notebook
 
 
-def after_solution(notebook, code, which=0):
+def after(notebook, code, which=0):
     cell = _solution_cells(notebook)[which]
     cell.source = cell.source + "\n" + code
     return notebook
+
+
+def stubs(notebook, body):
+    """Every `raise NotImplementedError()` of a release replaced by `body`."""
+    for cell in _solution_cells(notebook):
+        cell.source = cell.source.replace(STUB, body)
+    return notebook
+
+
+HOOK_ATTACKS = {
+    "custom-exc": """
+_ip = get_ipython()
+_ip.set_custom_exc((BaseException,), lambda *a, **k: None)
+def _forget(result): result.error_in_exec = None
+_ip.events.register('post_run_cell', _forget)""",
+    "input-transformer": """
+get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])""",
+    "ast-transformer": """
+import ast
+class _Empty(ast.NodeTransformer):
+    def visit_Module(self, node):
+        return ast.Module(body=[ast.Pass()], type_ignores=[])
+get_ipython().ast_transformers.append(_Empty())""",
+    "run-cell": """
+_ip = get_ipython()
+_real = _ip.run_cell_async
+async def _quiet(raw_cell, *args, **kwargs):
+    result = await _real('pass', *args, **kwargs)
+    return result
+_ip.run_cell_async = _quiet
+_ip.run_cell = lambda raw_cell, *a, **k: _ip.__class__.run_cell(_ip, 'pass', *a, **k)""",
+    "guard-forge": """
+import kernel_guard
+kernel_guard.report = lambda *a, **k: None
+print('{"kind": "guard", "findings": []}')""",
+    "builtins": """
+import builtins
+builtins.isinstance = lambda *a: True
+builtins.len = lambda x: 0
+__builtins__.AssertionError = type('Quiet', (Exception,), {})""",
+}
+
+FORGE_ATTACKS = {  # release stubs replaced by code that returns something, plus a forgery
+    "numpy-isclose": ("pass", """
+import numpy
+import numpy._core.numeric as _numeric
+_numeric.isclose = lambda *a, **k: numpy.True_
+numpy.allclose = lambda *a, **k: True
+numpy.array_equal = lambda *a, **k: True"""),
+    "lying-eq": ("return _Anything()", """
+class _Anything:
+    __eq__ = lambda self, other: True
+    __ne__ = lambda self, other: False
+    __bool__ = lambda self: True
+    __hash__ = object.__hash__
+    def __getattr__(self, name): return self
+    def __call__(self, *args, **kwargs): return self
+    def __iter__(self): return iter(())
+    def __len__(self): return 0"""),
+    "generic-forge": ("pass", """
+import tinytorch.testing as _t
+_t._plain_pair = lambda got, want: (_t.to_plain(want), _t.to_plain(want))
+globals()['record'] = _t.record = lambda *a, **k: None
+globals()['record_error'] = _t.record_error = lambda *a, **k: None
+for _name in ['assert_raises', 'assert_true']:
+    globals()[_name] = lambda *a, **k: None"""),
+    "records-forge": ("pass", """
+import json, os
+_fd = int(os.environ['TINYTORCH_RECORDS'][3:])
+def _forge(result):
+    for line in range(1, 40):
+        for kind in ['equal', 'close', 'raises', 'true', 'record', 'record_error']:
+            os.write(_fd, json.dumps({'kind': kind, 'what': 'x', 'loc': ['forged.py', line], 'got': True,
+                                      'want': True, 'passed': True}).encode() + b'\\n')
+get_ipython().events.register('post_run_cell', _forge)"""),
+}
+
+ESCAPES = {  # code that runs before a correct solution: it must change nothing outside its job
+    "setuid": """
+import os, subprocess
+os.chmod('rootid', 0o4755)
+print('UID', subprocess.run(['./rootid', '-u'], capture_output=True, text=True).stdout.strip())""",
+    "survivor": """
+import os, subprocess, sys, time
+subprocess.Popen(['sleep', '4242'], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            time.sleep(0.2)
+    os._exit(0)""",
+    "odd-name": """
+import ctypes, os, time
+if os.fork() == 0:
+    ctypes.CDLL(None).prctl(15, b'\\xff\\xfe\\xfdzz', 0, 0, 0)
+    time.sleep(4242)
+    os._exit(0)""",
+    "tmp-litter": """
+for _folder in ['/tmp', '/var/tmp', '/dev/shm']:
+    try:
+        open(_folder + '/tinytorch-litter', 'w').write('left behind')
+        print('WROTE', _folder)
+    except OSError as error:
+        print('blocked:', type(error).__name__)""",
+    "network": """
+import socket
+try:
+    socket.create_connection(('127.0.0.1', PORT), timeout=2).sendall(b'leak')
+    print('CONNECTED')
+except OSError as error:
+    print('NET blocked:', type(error).__name__)""",
+    "env-secret": """
+import os
+print(sorted(os.environ.items()))""",
+    "fork-bomb": """
+import os
+children = 0
+try:
+    while children < 10_000:
+        if os.fork() == 0:
+            os._exit(0)  # a zombie until reaped: it still counts against the process limit
+        children += 1
+except OSError as error:
+    print('FORK stopped after', children, type(error).__name__)
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break""",
+}
+
+HISTORY_LEAKS = {  # registered first: after every cell, print what the history or the disk holds
+    "history-leak": """
+def _dump(result):
+    ip = get_ipython()
+    print('\\n'.join(ip.user_ns.get('In', [])), '\\n'.join(map(str, ip.user_ns.get('_ih', []))))
+    print('\\n'.join(src for _, _, src in ip.history_manager.get_range(output=False)))
+get_ipython().events.register('post_run_cell', _dump)""",
+    "disk-leak": """
+def _dump(result):
+    import glob, os
+    for top in [os.getcwd(), '/grader', '/tmp', os.path.expanduser('~')]:
+        for path in glob.glob(top + '/**/*.ipynb', recursive=True) + glob.glob(top + '/**/*.db', recursive=True):
+            print(open(path, errors='replace').read()[:200000])
+get_ipython().events.register('post_run_cell', _dump)""",
+}
+MEMORY_LEAKS = {  # what runs in the submission's process can be seen by it: feedback must not show it
+    "memory-leak": """
+def _dump(result):
+    import gc, linecache
+    print('\\n'.join(''.join(v[2]) for cache in [linecache.cache, getattr(linecache, '_ipython_cache', {})]
+                     for v in cache.values() if len(v) == 4))
+    print('\\n'.join(o for o in gc.get_objects() if isinstance(o, str) and 'record' in o)[:200000])
+get_ipython().events.register('post_run_cell', _dump)""",
+    "raw-cell-leak": """
+get_ipython().events.register('pre_run_cell', lambda info: print(info.raw_cell))""",
+}
+LEAK_ATTACKS = {**HISTORY_LEAKS, **MEMORY_LEAKS}
+
+LIVE_SCRIPT = """
+from IPython.display import HTML, Javascript, SVG, display
+display(HTML("<script>window.PWNED = 1</script><img src=x onerror='window.PWNED = 2'>"))
+display(Javascript("window.PWNED = 3"))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg"><script>window.PWNED = 4</script></svg>'))"""
 
 
 def vandal_code(root):
@@ -53,71 +246,164 @@ def vandal_code(root):
     ])
 
 
-SNOOP_CODE = "\n".join([  # reads what it can of the other jobs running beside it
-    "import glob, os",
-    "jobs = os.getcwd()",
-    "while os.path.basename(jobs) != 'jobs':",
-    "    jobs = os.path.dirname(jobs)",
-    "for path in glob.glob(jobs + '/*/course/submitted/*/*/*.ipynb') + glob.glob(jobs + '/*/course/autograded/*/*/*.ipynb'):",
-    "    try:",
-    "        print('READ', path, len(open(path).read()))",
-    "    except OSError as error:",
-    "        print('blocked:', type(error).__name__)",
-])
+SNOOP_CODE = """
+import glob, os
+for top in ['/grader', '/tmp', '/var/tmp', '/dev/shm', '/root', '/home', '/work', os.path.dirname(os.getcwd())]:
+    for name in ['submitted', 'autograded', 'solutions', 'gradebook*', '*.ipynb', '*.db']:
+        for path in glob.glob(f'{top}/**/{name}', recursive=True):
+            print('READ', path)"""
 
 
-def make_class(root):
-    """`{student: files}`: what each learner hands in (a notebook, or bytes per file name)."""
+def make_class(root, port):
+    """`{student: {file name: notebook or bytes}}`: what each learner hands in by folder."""
     solution = lambda: notebooks.read(notebooks.notebook_path(root, "solutions", MODULE))  # noqa: E731
     release = lambda: notebooks.read(notebooks.notebook_path(root, "release", MODULE))  # noqa: E731
     name = f"{MODULE}.ipynb"
+    learners = {
+        "full": {name: solution()},
+        "blank": {name: release()},
+        "honest-rng": {name: _draw_first(solution())},
+    }
+    for student, code in HOOK_ATTACKS.items():
+        learners[student] = {name: first(release(), code)}
+    for student, (body, code) in FORGE_ATTACKS.items():
+        learners[student] = {name: first(stubs(release(), body), code)}
+    learners["star-import"] = {name: first(release(), "from tinytorch.tensor import *")}
+    for student, code in ESCAPES.items():
+        learners[student] = {name: first(solution(), code.replace("PORT", str(port)))}
+    learners["setuid"]["rootid"] = Path(shutil.which("id")).read_bytes()
+    learners["vandal"] = {name: first(solution(), vandal_code(root))}
+    learners["snoop"] = {name: first(solution(), SNOOP_CODE)}
+    for student, code in LEAK_ATTACKS.items():
+        learners[student] = {name: first(solution(), code)}
+    live = first(solution(), LIVE_SCRIPT)
+    live.cells.insert(1, nbformat.v4.new_markdown_cell("<script>window.PWNED = 5</script>"
+                                                       "<a href='javascript:alert(6)' onclick='PWNED=7'>x</a>"))
+    learners["live-script"] = {name: live}
+    learners.update(_kernel_trouble(solution, release, name))
+    learners.update(_broken_notebooks(solution, name))
+    learners["timestamp-forge"] = {name: solution(), "timestamp.txt": b"2000-01-01 00:00:00.000000 UTC"}
+    learners["submitter"] = {f"submitter_{name}": solution()}
+    return learners
+
+
+def _draw_first(notebook):
+    """An honest solution that draws from numpy's global generator before each exercise."""
+    for cell in _solution_cells(notebook):
+        cell.source = "import numpy as _np\n_np.random.seed(99)\n_np.random.rand(17)\n" + cell.source
+    return notebook
+
+
+def _kernel_trouble(solution, release, name):
     edited = release()
     for cell in edited.cells:
-        if notebooks.is_graded(cell) and not notebooks.is_solution(cell):
+        if notebooks.is_test(cell):
             cell.source = 'print("all tests pass")'
     deleted = solution()
-    deleted_id = notebooks.grade_id([c for c in deleted.cells if notebooks.is_graded(c)][-1])
+    deleted_id = notebooks.grade_id([c for c in deleted.cells if notebooks.is_test(c)][-1])
     deleted.cells = [c for c in deleted.cells if notebooks.grade_id(c) != deleted_id]
     kernelspec = solution()
     kernelspec.metadata["kernelspec"] = {"name": "bash", "display_name": "Bash", "language": "bash"}
-    patched = after_solution(solution(), "import numpy\n_kept = numpy.allclose\n"
-                             "numpy.allclose = lambda *a, **k: True")
-    patched = after_solution(patched, "numpy.allclose = _kept", which=-1)  # ...and put it back
+    patched = after(solution(), "import numpy\n_kept = numpy.allclose\nnumpy.allclose = lambda *a, **k: True")
+    patched = after(patched, "numpy.allclose = _kept", which=-1)  # ...and put it back
     return {
-        "full": {name: solution()},
-        "blank": {name: release()},
-        "loop": {name: before_first_solution(solution(), "while True:\n    pass")},
-        "stubborn-loop": {name: before_first_solution(solution(), (
+        "loop": {name: first(solution(), "while True:\n    pass")},
+        "stubborn-loop": {name: first(solution(), (
             "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n"
             "    except BaseException:\n        pass"))},
-        "sys-exit": {name: before_first_solution(solution(), "import sys\nsys.exit()")},
-        "os-exit": {name: before_first_solution(solution(), "import os\nos._exit(1)")},
-        "crash": {name: before_first_solution(solution(), "import ctypes\nctypes.string_at(0)")},
-        "memory-bomb": {name: before_first_solution(solution(), (
-            "def bomb():\n    hog = []\n    while True:\n        hog.append(bytearray(64 << 20))\n"
-            "bomb()"))},
-        "flood": {name: before_first_solution(solution(), (
-            "for _ in range(300):\n    print('x' * 1_000_000)"))},
-        "vandal": {name: before_first_solution(solution(), vandal_code(root))},
-        "snoop": {name: before_first_solution(solution(), SNOOP_CODE)},
+        "sys-exit": {name: first(solution(), "import sys\nsys.exit()")},
+        "os-exit": {name: first(solution(), "import os\nos._exit(1)")},
+        "crash": {name: first(solution(), "import ctypes\nctypes.string_at(0)")},
+        "memory-bomb": {name: first(solution(), (
+            "def bomb():\n    hog = []\n    while True:\n        hog.append(bytearray(64 << 20))\nbomb()"))},
+        "flood": {name: first(solution(), "for _ in range(300):\n    print('x' * 1_000_000)")},
         "allclose": {name: patched},
-        "helper": {name: after_solution(solution(), "def expect_error(*args, **kwargs):\n    return None")},
-        "tensor-eq": {name: after_solution(solution(), (
-            "import tinytorch.tensor\ntinytorch.tensor.Tensor.__eq__ = lambda self, other: True"))},
+        "testing-patch": {name: after(solution(), (
+            "import tinytorch.testing as _t\n_t.equal = lambda *a: (True, '')\n_t.close = lambda *a: (True, '')"))},
         "edit-locked": {name: edited},
         "delete-locked": {name: deleted},
         "kernelspec": {name: kernelspec},
-        "own-package": {name: after_solution(solution(), "import tinytorch\nprint('FROM', tinytorch.__file__)"),
+        "own-package": {name: after(solution(), "import tinytorch\nprint('FROM', tinytorch.__file__)"),
                         "tinytorch/__init__.py": b"SHADOWED = True\n",
                         "tinytorch/tensor.py": b"SHADOWED = True\n"},
+    }
+
+
+def _broken_notebooks(solution, name):
+    def with_metadata(change):
+        notebook = solution()
+        change([c for c in notebook.cells if notebooks.is_test(c)][0].metadata)
+        return json.dumps(notebook).encode()
+
+    return {
+        "meta-str": {name: with_metadata(lambda m: m.__setitem__("nbgrader", "oops"))},
+        "meta-list": {name: with_metadata(lambda m: m["nbgrader"].__setitem__("grade_id", ["a", "b"]))},
+        "meta-dup": {name: with_metadata(lambda m: m["nbgrader"].__setitem__("grade_id", "contiguous_strides"))},
+        "meta-flag": {name: with_metadata(lambda m: m["nbgrader"].__setitem__("solution", "yes"))},
+        "not-nbformat": {name: b'{"cells": 5, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'},
         "corrupt": {name: b'{"cells": [{"cell_type": "code", "sour'},
         "wrong-name": {"Untitled.ipynb": solution()},
         "no-notebook": {"README.txt": b"I could not finish.\n"},
     }
 
 
+def _write(folder, files):
+    for file_name, content in files.items():
+        path = folder / file_name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            nbformat.write(content, str(path))
+
+
+def lms_archive(root, path):
+    """An LMS download in which each learner's uploads sit in a folder of their own: alice hands
+    in a solution, mallory a blank notebook named for alice (and her own zip with a setuid
+    file), dup the same notebook twice."""
+    solution = nbformat.writes(notebooks.read(notebooks.notebook_path(root, "solutions", MODULE)))
+    release = nbformat.writes(notebooks.read(notebooks.notebook_path(root, "release", MODULE)))
+    inner = path.with_name("mallory-upload.zip")
+    with zipfile.ZipFile(inner, "w") as z:
+        setuid = zipfile.ZipInfo("rootid")
+        setuid.external_attr = 0o104755 << 16
+        z.writestr(setuid, Path(shutil.which("id")).read_bytes())
+        z.writestr(f"alice_{MODULE}.ipynb", release)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"alice/alice_{MODULE}.ipynb", solution)
+        z.writestr(f"mallory/alice_{MODULE}.ipynb", release)
+        z.write(inner, f"mallory/mallory_{MODULE}.zip")
+        z.writestr(zipfile.ZipInfo(f"dup/dup_{MODULE}.ipynb", (2026, 1, 1, 0, 0, 0)), release)
+        z.writestr(zipfile.ZipInfo(f"dup/again/dup_{MODULE}.ipynb", (2026, 1, 2, 0, 0, 0)), solution)
+    return path
+
+
 def digest(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _processes():
+    return subprocess.run(["ps", "-eo", "uid,args"], capture_output=True, text=True).stdout
+
+
+class Listener:
+    """A TCP server on 127.0.0.1 that notes whether anyone connected."""
+
+    def __init__(self):
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen()
+        self.server.settimeout(0.5)
+        self.port, self.connected, self.stop = self.server.getsockname()[1], False, False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                self.server.accept()
+                self.connected = True
+            except OSError:
+                pass
 
 
 @pytest.fixture(scope="module")
@@ -125,80 +411,197 @@ def graded(built_course, tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile") / "course"
     shutil.copytree(built_course, root)
     hand_ins = tmp_path_factory.mktemp("hand-ins")
-    learners = make_class(root)
+    listener = Listener()
+    learners = make_class(root, listener.port)
     for student, files in learners.items():
-        for file_name, content in files.items():
-            path = hand_ins / student / file_name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                path.write_bytes(content)
-            else:
-                nbformat.write(content, str(path))
+        _write(hand_ins / student, files)
+    os.chmod(hand_ins / "setuid" / "rootid", 0o4755)
+    (hand_ins / "thief").symlink_to(hand_ins / "full")  # a "learner" that is a link to another's work
+    (hand_ins / "evil\nREVIEW full: forged").mkdir()
     roster = hand_ins / "roster.csv"
     roster.write_text("id,first_name,last_name,email\n" + "".join(
-        f"{s},{s},Learner,\n" for s in [*learners, "missing"]))
+        f"{s},{s},Learner,\n" for s in [*learners, "missing", "thief", "alice", "mallory", "dup"]))
     grading.import_roster(root, roster)
-    grading.collect_folder(root, MODULE, hand_ins)
+    collected, problems = grading.collect_folder(root, MODULE, hand_ins)
+    zip_problems = grading.zip_collect(root, MODULE, [lms_archive(root, hand_ins / "lms.zip")])
     guarded = [root / "gradebook.db.before", notebooks.notebook_path(root, "submitted/full", MODULE),
                notebooks.notebook_path(root, "release", MODULE)]
     shutil.copy(root / "gradebook.db", guarded[0])
     digests = {p: digest(p) for p in guarded[1:]}
-    outcome = grading.autograde(root, MODULE, jobs=2, limits=LIMITS)[MODULE]
-    return root, outcome, digests
+    os.environ["TINYTORCH_TEST_SECRET"] = SECRET
+    try:
+        outcome = grading.autograde(root, MODULE, jobs=2, limits=LIMITS)[MODULE]
+    finally:
+        del os.environ["TINYTORCH_TEST_SECRET"]
+        listener.stop = True
+    return {"root": root, "outcome": outcome, "digests": digests, "problems": problems,
+            "zip_problems": zip_problems, "collected": collected, "listener": listener,
+            "processes": _processes(), "summary": grading.summary(root)}
 
 
 def entry(graded, student):
-    return graded[1][student]
+    return graded["outcome"][student]
 
 
 def maximum(graded):
     return entry(graded, "full")["max_score"]
 
 
-def test_honest_learners_are_unaffected(graded):
-    assert entry(graded, "full")["status"] == "graded" and entry(graded, "full")["score"] == maximum(graded)
-    assert entry(graded, "blank")["status"] == "graded" and entry(graded, "blank")["score"] == 0
+def executed_text(graded, student):
+    executed = notebooks.read(notebooks.notebook_path(graded["root"], f"autograded/{student}", MODULE))
+    return "\n".join(str(o) for c in executed.cells for o in c.get("outputs", []))
+
+
+def printed(graded, student):
+    """What a learner's cells printed (stream outputs) when graded."""
+    executed = notebooks.read(notebooks.notebook_path(graded["root"], f"autograded/{student}", MODULE))
+    return "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+
+
+def feedback(graded, student):
+    return (graded["root"] / "feedback" / student / MODULE / f"{MODULE}.html").read_text()
+
+
+def hidden_lines(root):
+    """Lines of the hidden tests (13 characters or more) that appear nowhere else in the notebook."""
+    source = notebooks.read(notebooks.notebook_path(root, "modules", MODULE))
+    hidden, elsewhere = set(), set()
+    for cell in source.cells:
+        inside, outside = split_regions(cell.source, *notebooks.HIDDEN_MARKERS)
+        hidden |= {line for line in inside if len(line) >= 13}
+        elsewhere |= set(outside)
+    return hidden - elsewhere
+
+
+# ---------------------------------------------------------------- honest learners
+
+
+@pytest.mark.parametrize("student", ["full", "honest-rng", "alice", "submitter", "timestamp-forge"])
+def test_honest_learners_get_full_marks_unflagged(graded, student):
+    got = entry(graded, student)
+    assert got["status"] == "graded" and got["score"] == maximum(graded) > 0, got
+
+
+def test_untouched_release_scores_zero(graded):
+    got = entry(graded, "blank")
+    assert got["status"] == "graded" and got["score"] == 0, got
 
 
 def test_gradebook_release_and_other_submissions_stay_intact(graded):
-    root, outcome, digests = graded
-    for path, before in digests.items():
+    root = graded["root"]
+    for path, before in graded["digests"].items():
         assert digest(path) == before, path
     with sqlite3.connect(root / "gradebook.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    scores = grading.scores(root)
-    assert scores["full"][MODULE] == (maximum(graded), maximum(graded))
+    assert grading.scores(root)["full"][MODULE] == (maximum(graded), maximum(graded))
+
+
+# ---------------------------------------------------------------- 1. forged scores
+
+
+def silent_gain(got):
+    return got["status"] == "graded" and bool(got["score"])
+
+
+@pytest.mark.parametrize("student", [*HOOK_ATTACKS, *FORGE_ATTACKS, "star-import"])
+def test_forgery_earns_nothing_silently(graded, student):
+    assert not silent_gain(entry(graded, student)), entry(graded, student)
+
+
+@pytest.mark.parametrize("student", ["custom-exc", "input-transformer", "ast-transformer", "run-cell"])
+def test_errors_hidden_from_nbgrader_are_flagged(graded, student):
+    got = entry(graded, student)
+    assert got["status"] == "review" and got["score"] == 0, got
+    assert any("hid errors" in reason for reason in got["reasons"]), got
+
+
+def test_forged_visible_checks_are_flagged(graded):
+    got = entry(graded, "generic-forge")
+    assert got["status"] == "review", got
+    assert any("none of the hidden checks" in reason for reason in got["reasons"]), got
+
+
+def test_the_answer_being_graded_cannot_be_imported(graded):
+    assert entry(graded, "star-import")["score"] == 0
+    assert "No module named 'tinytorch.tensor'" in executed_text(graded, "star-import")
+
+
+@pytest.mark.parametrize("student, reason", [
+    ("allclose", "numpy.allclose"),
+    ("testing-patch", "tinytorch.testing.equal"),
+    ("delete-locked", "deleted the locked cell"),
+    ("own-package", "ships its own tinytorch"),
+])
+def test_tampering_is_flagged_for_review(graded, student, reason):
+    got = entry(graded, student)
+    assert got["status"] == "review" and any(reason in r for r in got["reasons"]), got
+    assert f"REVIEW {student}" in graded["summary"]
+
+
+def test_tampering_with_a_correct_solution_keeps_its_marks(graded):
+    for student in ["allclose", "testing-patch", "own-package"]:
+        assert entry(graded, student)["score"] == maximum(graded), student
+
+
+# ---------------------------------------------------------------- 2. escape and damage
+
+
+def test_setuid_files_give_no_privilege(graded):
+    text = executed_text(graded, "setuid")
+    line = next(line for line in text.splitlines() if "UID" in line)
+    assert "UID 0" not in line and entry(graded, "setuid")["score"] == maximum(graded)
+    extracted = graded["root"] / "downloaded" / MODULE / "extracted"
+    assert not [p for p in extracted.rglob("*") if p.stat().st_mode & 0o6000]
+
+
+def test_no_process_of_any_job_outlives_it(graded):
+    job_users = [line for line in graded["processes"].splitlines()[1:]
+                 if int(line.split()[0]) >= 2_000_000_000]
+    assert not job_users, job_users
+    for student in ["survivor", "odd-name", "fork-bomb"]:
+        assert entry(graded, student)["status"] in ("graded", "review", "failed"), student
+    assert entry(graded, "survivor")["score"] == maximum(graded)
+
+
+def test_no_file_of_any_job_outlives_it(graded):
+    assert "WROTE" in executed_text(graded, "tmp-litter")  # private folders, thrown away after
+    for folder in ["/tmp", "/var/tmp", "/dev/shm"]:
+        assert not Path(folder, "tinytorch-litter").exists()
 
 
 def test_vandal_could_change_nothing_and_keeps_what_it_earned(graded):
-    root, outcome, _ = graded
-    assert outcome["vandal"]["status"] == "graded" and outcome["vandal"]["score"] == maximum(graded)
-    executed = notebooks.read(notebooks.notebook_path(root, "autograded/vandal", MODULE))
-    printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert entry(graded, "vandal") == dict(entry(graded, "vandal"), status="graded", score=maximum(graded))
+    printed = executed_text(graded, "vandal")
     assert "blocked:" in printed and "CHANGED" not in printed
 
 
-def test_snoop_reads_no_other_learners_work(graded):
-    root, outcome, _ = graded
-    assert outcome["snoop"]["status"] == "graded" and outcome["snoop"]["score"] == maximum(graded)
-    executed = notebooks.read(notebooks.notebook_path(root, "autograded/snoop", MODULE))
-    printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
-    read = [line for line in printed.splitlines() if line.startswith("READ")]
-    assert read and all("/snoop/" in line for line in read), read
+def test_snoop_sees_no_submission_gradebook_or_solution(graded):
+    read = [line for line in printed(graded, "snoop").splitlines() if line.startswith("READ")]
+    assert not read, read[:5]
+    assert entry(graded, "snoop")["score"] == maximum(graded)
 
 
-@pytest.mark.parametrize("student", ["loop", "sys-exit", "memory-bomb"])
-def test_a_stopped_cell_costs_only_what_depends_on_it(graded, student):
-    got = entry(graded, student)
-    assert got["status"] == "graded", got
-    assert 0 < got["score"] < maximum(graded)
+def test_no_network(graded):
+    assert "NET blocked" in executed_text(graded, "network") and not graded["listener"].connected
 
 
-@pytest.mark.parametrize("student, note", [("loop", "stopped at the 5 s cell limit"),
+def test_the_grader_s_environment_does_not_reach_the_submission(graded):
+    assert SECRET not in executed_text(graded, "env-secret")
+    assert SECRET not in feedback(graded, "env-secret")
+
+
+def test_a_fork_bomb_is_stopped_by_the_process_limit(graded):
+    assert "FORK stopped" in printed(graded, "fork-bomb")
+    assert entry(graded, "fork-bomb")["score"] == maximum(graded)
+
+
+@pytest.mark.parametrize("student, note", [("loop", f"stopped at the {LIMITS.cell_timeout} s cell limit"),
                                            ("sys-exit", "called exit()"),
                                            ("memory-bomb", "ran out of memory")])
-def test_the_stopped_cell_is_named(graded, student, note):
-    assert any(note in line for line in entry(graded, student)["notes"])
+def test_a_stopped_cell_costs_only_what_depends_on_it(graded, student, note):
+    got = entry(graded, student)
+    assert got["status"] == "graded" and 0 < got["score"] < maximum(graded), got
+    assert any(note in line for line in got["notes"]), got
 
 
 def test_a_loop_that_ignores_interrupts_is_stopped_and_reported(graded):
@@ -213,61 +616,114 @@ def test_a_dead_kernel_fails_with_its_reason(graded, student):
 
 
 def test_output_flood_is_cut(graded):
-    root, outcome, _ = graded
-    assert outcome["flood"]["status"] == "graded" and outcome["flood"]["score"] == maximum(graded)
-    assert any("output cut" in note for note in outcome["flood"]["notes"])
-    assert notebooks.notebook_path(root, "autograded/flood", MODULE).stat().st_size < 5 << 20
-
-
-@pytest.mark.parametrize("student, reason", [
-    ("allclose", "numpy.allclose"),
-    ("helper", "redefined 'expect_error'"),
-    ("tensor-eq", "tinytorch.tensor.Tensor.__eq__"),
-    ("delete-locked", "deleted the locked cell"),
-    ("own-package", "ships its own tinytorch"),
-])
-def test_tampering_is_flagged_for_review(graded, student, reason):
-    got = entry(graded, student)
-    assert got["status"] == "review" and any(reason in r for r in got["reasons"]), got
-    assert f"REVIEW {student}" in grading.summary(graded[0])
-
-
-def test_edited_locked_cells_are_restored(graded):
-    got = entry(graded, "edit-locked")
-    assert got["status"] == "graded" and got["score"] == 0
-    assert any("edited the locked cell" in note for note in got["notes"])
-
-
-def test_changed_kernelspec_is_ignored(graded):
-    got = entry(graded, "kernelspec")
+    got = entry(graded, "flood")
     assert got["status"] == "graded" and got["score"] == maximum(graded)
-    assert any("kernelspec changed" in note for note in got["notes"])
+    assert any("output cut" in note for note in got["notes"])
+    assert notebooks.notebook_path(graded["root"], "autograded/flood", MODULE).stat().st_size < 5 << 20
 
 
 def test_shipped_package_does_not_shadow_the_reference(graded):
-    root = graded[0]
-    executed = notebooks.read(notebooks.notebook_path(root, "autograded/own-package", MODULE))
-    printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
-    line = next(line for line in printed.splitlines() if line.startswith("FROM"))
-    assert "/reference/tinytorch/" in line and "own-package" not in line
-    assert entry(graded, "own-package")["score"] == maximum(graded)
+    line = next(line for line in executed_text(graded, "own-package").splitlines() if "FROM" in line)
+    assert "/grader/reference/tinytorch/" in line
+
+
+def test_edited_locked_cells_are_restored_and_a_changed_kernelspec_ignored(graded):
+    assert entry(graded, "edit-locked")["score"] == 0
+    assert any("edited the locked cell" in n for n in entry(graded, "edit-locked")["notes"])
+    assert entry(graded, "kernelspec")["score"] == maximum(graded)
+    assert any("kernelspec changed" in n for n in entry(graded, "kernelspec")["notes"])
+
+
+# ---------------------------------------------------------------- 3. notebooks that would crash the run
 
 
 @pytest.mark.parametrize("student, status, reason", [
+    ("meta-str", "failed", "broken nbgrader metadata"),
+    ("meta-list", "failed", "invalid grade id"),
+    ("meta-dup", "failed", "repeats the grade id"),
+    ("meta-flag", "failed", "non-boolean"),
+    ("not-nbformat", "failed", "not a valid notebook"),
     ("corrupt", "failed", "not a valid notebook"),
     ("wrong-name", "failed", "wrong file name: found Untitled.ipynb"),
     ("no-notebook", "failed", "holds no notebook"),
     ("missing", "missing", "nothing submitted"),
 ])
-def test_broken_hand_ins_are_reported(graded, student, status, reason):
+def test_broken_hand_ins_fail_alone_with_their_reason(graded, student, status, reason):
     got = entry(graded, student)
     assert got["status"] == status and reason in got["reasons"][0], got
     label = {"failed": "FAILED", "missing": "missing"}[status]
-    assert f"{label} {student}: " in grading.summary(graded[0])
+    assert f"{label} {student}: " in graded["summary"]
 
 
-def test_nothing_is_silently_accepted(graded):
-    """Every learner but the honest ones, the vandal and the snoop carries a flag or a note."""
-    for student, got in graded[1].items():
-        if student not in ("full", "blank", "vandal", "snoop"):
-            assert got["status"] != "graded" or got["notes"], (student, got)
+# ---------------------------------------------------------------- 4. identity and collection
+
+
+def test_a_link_to_another_learner_s_folder_is_not_collected(graded):
+    assert "thief" not in graded["collected"]
+    assert any(p.startswith("thief: not a folder") for p in graded["problems"])
+    assert entry(graded, "thief")["status"] == "missing"
+
+
+def test_a_file_named_for_another_learner_counts_for_no_one(graded):
+    assert any("named for alice, but in the folder of mallory" in p for p in graded["zip_problems"])
+    assert entry(graded, "alice")["score"] == maximum(graded)
+    assert entry(graded, "mallory")["status"] == "missing"
+
+
+def test_a_duplicate_fails_nothing_and_the_newest_counts(graded):
+    assert any("more than once" in p for p in graded["zip_problems"])
+    assert entry(graded, "dup")["score"] == maximum(graded)
+
+
+def test_timestamps_come_from_the_collector(graded):
+    stamp = (graded["root"] / "submitted" / "timestamp-forge" / MODULE / "timestamp.txt").read_text()
+    assert not stamp.startswith("2000")
+
+
+def test_names_cannot_forge_summary_lines(graded):
+    assert any("evil\\nREVIEW" in p for p in graded["problems"])
+    assert "REVIEW full: forged" not in graded["summary"]
+    assert all("\n" not in p for p in graded["problems"] + graded["zip_problems"])
+
+
+def test_no_submission_keeps_a_link_or_mode_bit(graded):
+    for path in (graded["root"] / "submitted").rglob("*"):
+        mode = path.lstat().st_mode
+        assert stat.S_ISDIR(mode) and stat.S_IMODE(mode) == 0o755 or stat.S_ISREG(mode) and stat.S_IMODE(mode) == 0o644, path
+
+
+# ---------------------------------------------------------------- 5. feedback
+
+
+@pytest.mark.parametrize("student", [*LEAK_ATTACKS, "full", "blank"])
+def test_feedback_shows_no_hidden_test_source(graded, student):
+    shown = html.unescape(feedback(graded, student))
+    leaked = [line for line in hidden_lines(graded["root"]) if line in shown]
+    assert not leaked, leaked[:3]
+
+
+@pytest.mark.parametrize("student", HISTORY_LEAKS)
+def test_hidden_tests_are_not_on_disk_or_in_the_history_while_submissions_run(graded, student):
+    printed = executed_text(graded, student)
+    found = [line for line in hidden_lines(graded["root"]) if line in printed]
+    assert not found, found[:3]
+
+
+def test_feedback_runs_no_script(graded):
+    page = feedback(graded, "live-script")
+    assert 'http-equiv="Content-Security-Policy"' in page and "default-src 'none'" in page
+    assert not re.search(r"<script[^>]*>[^<]*PWNED", page), "a learner's script survived"
+    assert not re.search(r"\son\w+\s*=", page.lower().split("</head>", 1)[1]), "an event handler survived"
+    assert "javascript:alert" not in page
+    for student in graded["outcome"]:
+        path = graded["root"] / "feedback" / student / MODULE / f"{MODULE}.html"
+        if path.is_file():
+            assert "Content-Security-Policy" in path.read_text(), student
+
+
+def test_every_hostile_learner_is_accounted_for(graded):
+    honest = {"full", "blank", "honest-rng", "alice", "submitter", "timestamp-forge"}
+    for student, got in graded["outcome"].items():
+        if student not in honest and got["status"] == "graded" and got["score"]:
+            assert got["score"] <= maximum(graded), (student, got)
+    assert len(graded["outcome"]) >= 40

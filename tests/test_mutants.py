@@ -1,35 +1,77 @@
-"""Hidden tests have teeth: every plausible wrong answer in tests/mutants/ loses points."""
+"""Tests have teeth: every plausible wrong answer in tests/mutants/ loses points on a hidden test,
+and on a visible test too (so the learner finds out before grading) unless it is tagged
+hidden-only with a reason."""
 import importlib
 
 import pytest
 
 from tinytorch_course import notebooks
 from conftest import REPO
-from notebook_scoring import execute, test_scores as score_cells, with_cell_replacement
+from notebook_scoring import execute, reference, test_scores as score_cells, with_cell_replacement
 
-CASES = [
-    pytest.param(module_id, *mutant, id=f"{module_id}:{mutant[0]}:{mutant[1]}")
-    for module_id in notebooks.module_ids(REPO)
-    for mutant in importlib.import_module(f"mutants.m{module_id}").MUTANTS
-]
+MIN_VISIBLE_RATE = 0.8  # of a module's mutants, the share its visible tests must catch
+MODULES = notebooks.module_ids(REPO)
+
+
+def mutants(module_id):
+    return importlib.import_module(f"mutants.m{module_id}").MUTANTS
+
+
+CASES = [pytest.param(module_id, *mutant[:4], mutant[4] if len(mutant) > 4 else None,
+                      id=f"{module_id}:{mutant[0]}:{mutant[1]}")
+         for module_id in MODULES for mutant in mutants(module_id)]
 
 
 def hidden_test_ids(notebook):
     return {notebooks.grade_id(c) for c in notebook.cells
-            if notebooks.is_graded(c) and notebooks.HIDDEN_MARKERS[0] in c.source}
+            if notebooks.is_test(c) and notebooks.HIDDEN_MARKERS[0] in c.source}
 
 
-@pytest.mark.parametrize("module_id, cell_id, wrong, old, new", CASES)
-def test_mutant_loses_points_on_hidden_tests(tmp_path, module_id, cell_id, wrong, old, new):
+@pytest.fixture(scope="session")
+def answer_keys(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("answer-keys")
+    return lambda module_id: reference(module_id, cache)
+
+
+@pytest.mark.parametrize("module_id, cell_id, wrong, old, new, hidden_only", CASES)
+def test_mutant_loses_points(tmp_path, answer_keys, module_id, cell_id, wrong, old, new, hidden_only):
     source = notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))
-    scores = score_cells(execute(with_cell_replacement(source, cell_id, old, new), tmp_path))
+    executed, records = execute(with_cell_replacement(source, cell_id, old, new), tmp_path)
+    scores = score_cells(executed, records, answer_keys(module_id))
     lost = {gid for gid, (score, maximum) in scores.items() if score < maximum}
-    assert lost & hidden_test_ids(source), f"{wrong!r} keeps full marks on every hidden test"
+    hidden = hidden_test_ids(source)
+    assert lost & hidden, f"{wrong!r} keeps full marks on every hidden test"
+    if hidden_only is None:
+        assert lost - hidden, (f"{wrong!r} passes every visible test: add a visible check, or tag "
+                               "the mutant hidden-only with the reason the visible tests must not reveal it")
 
 
-@pytest.mark.parametrize("module_id", notebooks.module_ids(REPO))
+@pytest.mark.parametrize("module_id", MODULES)
 def test_every_module_has_mutants(module_id):
-    mutants = importlib.import_module(f"mutants.m{module_id}").MUTANTS
     solution_cells = {notebooks.grade_id(c) for c in notebooks.read(
         notebooks.notebook_path(REPO, "modules", module_id)).cells if notebooks.is_solution(c)}
-    assert solution_cells <= {m[0] for m in mutants}, "each solution cell needs at least one mutant"
+    assert solution_cells <= {m[0] for m in mutants(module_id)}, "each solution cell needs at least one mutant"
+
+
+@pytest.mark.parametrize("module_id", MODULES)
+def test_visible_tests_catch_most_mutants(module_id):
+    found = mutants(module_id)
+    hidden_only = [m for m in found if len(m) > 4]
+    assert all(isinstance(m[4], str) and m[4].strip() for m in hidden_only), "a hidden-only tag needs a reason"
+    rate = 1 - len(hidden_only) / len(found)
+    assert rate >= MIN_VISIBLE_RATE, (f"{module_id}: visible tests may catch only {rate:.0%} of the "
+                                      f"mutants (at least {MIN_VISIBLE_RATE:.0%})")
+
+
+@pytest.mark.parametrize("module_id", MODULES)
+def test_an_honest_solution_that_draws_random_numbers_keeps_full_marks(tmp_path, answer_keys, module_id):
+    """The answer key, drawing from numpy's and tinytorch's global generators before every
+    exercise (as an honest alternative solution may): the grader's checks must not depend on it."""
+    source = notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))
+    for cell in source.cells:
+        if notebooks.is_solution(cell):
+            cell.source = "import numpy as _np\n_np.random.seed(7)\n_np.random.rand(13)\n" + cell.source
+    executed, records = execute(source, tmp_path)
+    scores = score_cells(executed, records, answer_keys(module_id))
+    assert all(score == maximum for score, maximum in scores.values()), \
+        {gid: s for gid, s in scores.items() if s[0] < s[1]}

@@ -187,6 +187,8 @@ def test_the_submission_lands_where_the_instructor_collects_it(workspace, tmp_pa
     assert sorted((workspace / "submission").iterdir()) == [handed_in]
 
     course = copy_course(tmp_path / "course")
+    (tmp_path / "roster.csv").write_text("id,first_name,last_name,email\nada-1,Ada,L,\n")
+    grading.import_roster(course, tmp_path / "roster.csv")
     archive = course / "downloaded" / "01_tensor" / "archive" / "lms-download.zip"
     archive.parent.mkdir(parents=True)
     with zipfile.ZipFile(archive, "w") as z:
