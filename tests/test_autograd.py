@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tinytorch import autograd as ag
-from tinytorch.testing import expect_error
+from tinytorch.testing import assert_raises
 
 settings.register_profile("tinytorch-autograd", max_examples=25, deadline=None)
 settings.load_profile("tinytorch-autograd")
@@ -263,7 +263,7 @@ def test_grad_function_leaves_dot_grad_alone():
     (ga, gh) = ag.grad((h * 3.0).sum(), (a, h))
     assert ga.tolist() == [6.0, 12.0] and gh.tolist() == [3.0, 3.0] and a.grad is None
     unused = ag.tensor(1.0, requires_grad=True)
-    expect_error(RuntimeError, ag.grad, (a * 2.0).sum(), (unused,))
+    assert_raises(RuntimeError, ag.grad, (a * 2.0).sum(), (unused,))
     assert ag.grad((a * 2.0).sum(), (a, unused), allow_unused=True)[1] is None
 
 
@@ -274,20 +274,20 @@ def test_autograd_state_and_errors():
     assert not b.is_leaf and "grad_fn=<MulBackward>" in repr(b)
     d = b.detach()
     assert d.is_leaf and not d.requires_grad and d.storage is b.storage
-    expect_error(RuntimeError, ag.tensor([1, 2]).requires_grad_)
-    expect_error(RuntimeError, a.add_, 1.0)  # a leaf that requires grad
+    assert_raises(RuntimeError, ag.tensor([1, 2]).requires_grad_)
+    assert_raises(RuntimeError, a.add_, 1.0)  # a leaf that requires grad
     with ag.no_grad():
         a.add_(1.0)
     assert a.tolist() == [2.0, 3.0] and a._version == 1
     s = a * a
     a.detach().mul_(2.0)  # a detached alias shares the version counter
-    expect_error(RuntimeError, s.sum().backward, match="inplace")
+    assert_raises(RuntimeError, s.sum().backward, match="inplace")
     view = (a * 1.0)[0]
     assert view._version == 0
     y = (a * 1.0).sum()
     y.backward()
-    expect_error(RuntimeError, y.backward, match="retain_graph")
-    expect_error(RuntimeError, (a * 1.0).backward, match="scalar")
+    assert_raises(RuntimeError, y.backward, match="retain_graph")
+    assert_raises(RuntimeError, (a * 1.0).backward, match="scalar")
 
 
 def test_gradients_match_torch():

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tinytorch import tensor as tt
-from tinytorch.testing import expect_error
+from tinytorch.testing import assert_raises
 
 settings.register_profile("tinytorch", max_examples=60, deadline=None)
 settings.load_profile("tinytorch")
@@ -44,7 +44,7 @@ def test_contiguous_strides_match_numpy(shape):
 
 
 def test_contiguous_strides_rejects_negative_sizes():
-    expect_error(ValueError, tt.contiguous_strides, (3, -2))
+    assert_raises(ValueError, tt.contiguous_strides, (3, -2))
 
 
 @given(layouts(), st.data())
@@ -66,7 +66,7 @@ def test_storage_index_rejects_out_of_range(layout, data):
     dim = data.draw(st.integers(0, len(shape) - 1))
     bad = data.draw(st.sampled_from([shape[dim], -shape[dim] - 1]))
     index = tuple(bad if d == dim else 0 for d in range(len(shape)))
-    error = expect_error(IndexError, tt.storage_index, index, shape, strides, offset)
+    error = assert_raises(IndexError, tt.storage_index, index, shape, strides, offset)
     assert str(dim) in str(error) and str(shape[dim]) in str(error)
 
 
@@ -75,7 +75,7 @@ def test_flatten_nested_matches_numpy_or_reports_ragged(data):
     try:
         array = np.array(data)
     except ValueError:
-        expect_error(ValueError, tt.flatten_nested, data, match="ragged")
+        assert_raises(ValueError, tt.flatten_nested, data, match="ragged")
         return
     shape, values = tt.flatten_nested(data)
     assert shape == array.shape and values == array.reshape(-1).tolist()
@@ -83,7 +83,7 @@ def test_flatten_nested_matches_numpy_or_reports_ragged(data):
 
 def test_flatten_nested_rejects_non_numbers():
     for bad in ["a", None, [1, {}], [[1], ["x"]]]:
-        expect_error(TypeError, tt.flatten_nested, bad)
+        assert_raises(TypeError, tt.flatten_nested, bad)
 
 
 # PyTorch's promotion table for the cases the course teaches (from its documented rules).
@@ -165,8 +165,8 @@ def test_integer_and_bool_rules():
     i = tt.tensor([1, 2, 3])
     assert i.dtype is tt.int64 and (i / 2).dtype is tt.float32
     assert i.exp().dtype is tt.float32 and (i ** 2).dtype is tt.int64
-    expect_error(ValueError, lambda: i ** -1, match="negative")
-    expect_error(TypeError, lambda: -tt.tensor([True]))
+    assert_raises(ValueError, lambda: i ** -1, match="negative")
+    assert_raises(TypeError, lambda: -tt.tensor([True]))
     assert (tt.tensor([True, False]) + tt.tensor([True, True])).tolist() == [True, True]
 
 
@@ -178,7 +178,7 @@ def test_division_by_zero_gives_inf_quietly(recwarn):
 
 
 def test_shape_mismatch_names_both_shapes():
-    error = expect_error(ValueError, lambda: tt.zeros(2, 3) + tt.zeros(3))
+    error = assert_raises(ValueError, lambda: tt.zeros(2, 3) + tt.zeros(3))
     assert "(2, 3)" in str(error) and "(3,)" in str(error)
     assert (tt.zeros(2, 3) + tt.tensor(1.0)).shape == (2, 3)
 
@@ -211,7 +211,7 @@ def test_randn_is_seedable_and_standard_normal():
     first = tt.randn(4)
     tt.manual_seed(5)
     assert tt.randn(4).tolist() == first.tolist()
-    expect_error(TypeError, tt.randn, 2, dtype=tt.int64)
+    assert_raises(TypeError, tt.randn, 2, dtype=tt.int64)
 
 
 def test_tensor_from_data_and_dtype_errors():
@@ -220,9 +220,9 @@ def test_tensor_from_data_and_dtype_errors():
     assert tt.tensor([True, False]).dtype is tt.bool_
     assert tt.tensor(np.array([1.0, 2.0])).dtype is tt.float64
     assert tt.tensor(3).shape == () and tt.tensor([]).shape == (0,)
-    expect_error(ValueError, tt.tensor, [[1, 2], [3]], match="ragged")
-    expect_error(TypeError, tt.tensor, np.array([1, 2], dtype=np.uint8), match="unsupported dtype")
-    expect_error(TypeError, tt.zeros, 2, dtype="complex64", match="unsupported dtype")
+    assert_raises(ValueError, tt.tensor, [[1, 2], [3]], match="ragged")
+    assert_raises(TypeError, tt.tensor, np.array([1, 2], dtype=np.uint8), match="unsupported dtype")
+    assert_raises(TypeError, tt.zeros, 2, dtype="complex64", match="unsupported dtype")
 
 
 def test_elements_views_and_numpy_sharing():
@@ -234,11 +234,11 @@ def test_elements_views_and_numpy_sharing():
     t.numpy()[0, 0] = -1
     assert t[0, 0].item() == -1.0, "numpy() must share memory"
     assert t.numel() == 6 and t.dim() == 2 and t.size(1) == 3 and t.stride() == (3, 1)
-    expect_error(ValueError, t.item)
-    expect_error(IndexError, t.__getitem__, (0,))
-    expect_error(IndexError, t.__getitem__, (2, 0))
-    expect_error(ValueError, lambda: bool(t))
-    expect_error(ValueError, tt.Tensor, np.zeros(4, np.float32), (2, 3))
+    assert_raises(ValueError, t.item)
+    assert_raises(IndexError, t.__getitem__, (0,))
+    assert_raises(IndexError, t.__getitem__, (2, 0))
+    assert_raises(ValueError, lambda: bool(t))
+    assert_raises(ValueError, tt.Tensor, np.zeros(4, np.float32), (2, 3))
 
 
 REPRS = [
@@ -272,6 +272,6 @@ def test_plot_layout_draws_every_element():
     t = tt.arange(6)
     ax = tt.plot_layout(tt.Tensor(t.storage, (3, 2), (1, 3), 0))
     assert len(ax.patches) == 6 + 6  # six storage boxes, six tensor boxes
-    expect_error(ValueError, tt.plot_layout, tt.zeros(1, 1, 1))
+    assert_raises(ValueError, tt.plot_layout, tt.zeros(1, 1, 1))
     labels = [text.get_text() for text in ax.texts]
     assert labels.count("tensor") == 1 and labels.count("storage") == 1

@@ -26,6 +26,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -57,7 +58,7 @@ def to_plain(value):
     array = _array_of(value)
     if array is not None:
         return _array_plain(array)
-    return {"object": type(value).__name__, "repr": repr(value)}
+    return {"object": type(value).__name__, "repr": re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))}
 
 
 _BUILTIN_COPIES = [(str, lambda s: str.__getitem__(s, slice(None))), (int, lambda i: int.__add__(i, 0)),
@@ -385,7 +386,3 @@ def record_error(fn, *args, what, match=None, **kwargs):
     if _records is not None:
         _write("record_error", what, got=got, match=match)
 
-
-def expect_error(error_type, fn, *args, match=None, **kwargs):
-    """Deprecated name of `assert_raises` (kept until every notebook uses the new one)."""
-    return assert_raises(error_type, fn, *args, match=match, **kwargs)
