@@ -2,6 +2,8 @@
 import pytest
 
 from tinytorch_course import notebooks
+from tinytorch_course.build import check_release
+from tinytorch_course.nbgrader_api import CourseError
 from tinytorch_course.leaks import leaks, secret_lines
 from conftest import REPO
 
@@ -54,3 +56,19 @@ def test_release_contains_no_solution_code_and_no_hidden_tests(module_id):
     release_files = [p for p in (REPO / "release").rglob("*") if p.is_file()]
     assert not leaks(source_notebooks=[source], files=release_files)
     assert secret_lines(source), "a module without solutions or hidden tests grades nothing"
+
+
+@pytest.mark.parametrize("module_id", MODULES)
+def test_release_test_cells_check_something(module_id):
+    """The build's own rule: a test cell left with code but no check would print success for
+    tests that never ran."""
+    check_release(notebooks.notebook_path(REPO, "release", module_id))
+
+
+def test_a_print_only_test_cell_is_refused(tmp_path):
+    notebook = notebooks.read(notebooks.notebook_path(REPO, "release", MODULES[0]))
+    cell = next(c for c in notebook.cells if notebooks.is_test(c))
+    cell.source = 'helper = 1\nprint("hidden tests pass")'
+    notebooks.write(notebook, tmp_path / "print_only.ipynb")
+    with pytest.raises(CourseError, match=notebooks.grade_id(cell)):
+        check_release(tmp_path / "print_only.ipynb")

@@ -1,4 +1,5 @@
 """`build`: source notebooks -> cleaned sources, the tinytorch package, release/ and solutions/."""
+import ast
 import shutil
 import tempfile
 import time
@@ -40,11 +41,49 @@ def export_package(root):
         nbdev_export()
 
 
-def _check_release(notebook_file):
+def check_release(notebook_file):
+    """No solution or hidden test left in a release, and no test cell that runs code without a
+    check (it would report success for tests that did not run)."""
     text = Path(notebook_file).read_text()
     for marker in FORBIDDEN_IN_RELEASE:
         if marker in text:
             raise CourseError(f"{notebook_file} still contains {marker!r}")
+    notebook = notebooks.read(notebook_file)
+    checking = _checking_functions(notebook)
+    for cell in notebook.cells:
+        tree = _parse(cell.source)
+        if notebooks.is_test(cell) and tree.body and not _checks(tree, checking):
+            raise CourseError(f"{notebook_file}: test cell {notebooks.grade_id(cell)!r} runs code but "
+                              "checks nothing (a print belongs inside the hidden-test region)")
+
+
+def _parse(source):
+    """The cell's syntax tree (an empty one for a cell that is not plain Python, e.g. magics)."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])
+
+
+def _called_names(tree):
+    return {node.func.id for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+
+
+def _checks(tree, checking):
+    return bool(_called_names(tree) & checking)
+
+
+def _checking_functions(notebook):
+    """The check names of `tinytorch.testing`, plus the notebook's own functions that call one."""
+    from tinytorch import testing
+
+    checking = set(testing.__all__)
+    functions = [node for cell in notebook.cells if cell.cell_type == "code"
+                 for node in ast.walk(_parse(cell.source)) if isinstance(node, ast.FunctionDef)]
+    for _ in range(3):  # helpers that call helpers
+        checking |= {f.name for f in functions if _checks(f, checking)}
+    return checking
 
 
 def _finish_solution(notebook_file):
@@ -72,7 +111,7 @@ def generate(root, staging, module_ids):
         release = notebooks.notebook_path(staging, "release", module_id)
         if not release.is_file():
             raise CourseError(f"generate_assignment {module_id} wrote no {release}")
-        _check_release(release)
+        check_release(release)
         run_converter(grader, GenerateSolution, module_id)
         solution = notebooks.notebook_path(staging, "solutions", module_id)
         if not solution.is_file():
