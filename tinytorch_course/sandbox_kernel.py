@@ -17,8 +17,6 @@ import sys
 INSIDE = "/grader"  # where the sandbox sees the reference package, its own files, work/ and ipc/
 
 
-
-
 def _system_mounts():
     """Read-only mounts of the system folders a Python process needs (symlinks kept as such)."""
     args = ["--ro-bind", "/usr", "/usr"]
@@ -34,8 +32,9 @@ def _system_mounts():
 
 def bwrap_command(spec, records_fd):
     """The argv that runs the kernel inside bubblewrap (and, as root, as the job's own user)."""
-    python_homes = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)})
-    python = os.path.join(sys.prefix, "bin", "python")
+    prefix = os.path.realpath(sys.prefix)  # what is mounted: a link on the way would not be
+    python_homes = sorted({os.path.realpath(sys.base_prefix), prefix})
+    python = os.path.join(prefix, "bin", "python")
     command = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
     if spec["uid"] is None:
@@ -54,7 +53,7 @@ def bwrap_command(spec, records_fd):
                 "--ro-bind", spec["kernel"], f"{INSIDE}/kernel",
                 "--bind", spec["work"], f"{INSIDE}/work", "--bind", spec["ipc"], f"{INSIDE}/ipc"]
     environment = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "USER": "learner", "LOGNAME": "learner",
-                   "LANG": "C.UTF-8", "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
+                   "LANG": "C.UTF-8", "PATH": f"{prefix}/bin:/usr/bin:/bin",
                    "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython",
                    "JUPYTER_RUNTIME_DIR": "/tmp/runtime", "OPENBLAS_NUM_THREADS": "1",
                    "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
