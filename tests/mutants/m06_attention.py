@@ -39,4 +39,27 @@ MUTANTS = [
     ("sinusoidal", "exponent i/d instead of 2i/d",
      "freq = 10000.0 ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)",
      "freq = 10000.0 ** (-np.arange(0, dim // 2, dtype=np.float64) / dim)"),
+    ("attention_bias", "float mask treated as a boolean mask",
+     "    if mask.dtype == np.bool_:\n        return np.where(mask, 0, -np.inf).astype(dtype)\n"
+     "    return mask.astype(dtype, copy=False)\n",
+     "    return np.where(mask, 0, -np.inf).astype(dtype)\n"),
+    ("attention_bias", "causal triangle aligned at the bottom right (j <= i + S - L)",
+     "allowed = np.arange(S)[None, :] <= np.arange(L)[:, None]",
+     "allowed = np.arange(S)[None, :] <= np.arange(L)[:, None] + (S - L)"),
+    ("attention_function", "a given scale ignored (always 1/sqrt(d))",
+     "        s *= scale\n", "        s *= 1 / math.sqrt(qa.shape[-1])\n"),
+    ("attention_function", "row maximum taken before the mask is added (large masked scores)",
+     "        if bias is not None:\n"
+     "            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)\n"
+     "        s -= s.max(axis=-1, keepdims=True)\n",
+     "        s -= s.max(axis=-1, keepdims=True)\n        if bias is not None:\n"
+     "            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)\n"),
+    ("attention_function", "value gradient without the dropout mask",
+     "grad_v = np.matmul(np.swapaxes(pd, -1, -2), grad)", "grad_v = np.matmul(np.swapaxes(p, -1, -2), grad)"),
+    ("mha", "attn_mask not passed on to the attention",
+     "return scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,",
+     "return scaled_dot_product_attention(q, k, v, attn_mask=None,"),
+    ("sinusoidal", "positions counted from 1",
+     "pos = np.arange(num_positions, dtype=np.float64)[:, None]",
+     "pos = np.arange(1, num_positions + 1, dtype=np.float64)[:, None]"),
 ]
