@@ -54,6 +54,7 @@ c.GenerateFeedback.exporter_class = "tinytorch_course.feedback.SafeHTMLExporter"
 c.SanitizeHTML.tags = ["a", "abbr", "b", "blockquote", "code", "em", "i", "li", "ol", "strong", "ul",
                        "details", "summary", "br", "sub", "sup", "kbd"]  # bleach's, plus the course's hints
 c.SanitizeHTML.enabled = True  # nbconvert's preprocessors do nothing unless enabled
+c.SanitizeHTML.strip = True  # tags not allowed are removed (their text stays), not shown escaped
 c.HTMLExporter.sanitize_html = True
 
 # Collecting trusts nothing in a submission (tinytorch_course/intake.py). The LMS zip route

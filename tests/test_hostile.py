@@ -463,14 +463,14 @@ def feedback(graded, student):
 
 
 def hidden_lines(root):
-    """Lines of the hidden tests (13 characters or more) that appear nowhere else in the notebook."""
+    """Lines of the hidden tests (13 characters or more) that no other line of the notebook contains."""
     source = notebooks.read(notebooks.notebook_path(root, "modules", MODULE))
     hidden, elsewhere = set(), set()
     for cell in source.cells:
         inside, outside = split_regions(cell.source, *notebooks.HIDDEN_MARKERS)
         hidden |= {line for line in inside if len(line) >= 13}
         elsewhere |= set(outside)
-    return hidden - elsewhere
+    return {line for line in hidden if not any(line in other for other in elsewhere)}
 
 
 # ---------------------------------------------------------------- honest learners
@@ -516,9 +516,12 @@ def test_errors_hidden_from_nbgrader_are_flagged(graded, student):
 
 
 def test_forged_visible_checks_are_flagged(graded):
+    """Checks replaced so that every visible one "passes": the grader's own recomputation fails
+    them (or, where it cannot, the hidden checks disagree), and the notebook is flagged."""
     got = entry(graded, "generic-forge")
-    assert got["status"] == "review", got
-    assert any("none of the hidden checks" in reason for reason in got["reasons"]), got
+    assert got["status"] == "review" and got["score"] == 0, got
+    assert any("none of the hidden checks" in reason or "the kernel reported no error" in reason
+               for reason in got["reasons"]), got
 
 
 def test_the_answer_being_graded_cannot_be_imported(graded):

@@ -18,15 +18,24 @@ def split_regions(source, begin, end):
     return inside, outside
 
 
-def secret_lines(source_notebook):
-    """The solution and hidden-test lines of a source notebook that appear nowhere outside them."""
+def _regions(source_notebook):
+    """`(secret, public)` lines of a source notebook: inside its solution and hidden-test regions,
+    and outside them."""
     secret, public = [], set()
     for cell in source_notebook.cells:
         hidden, rest = split_regions(cell.source, *notebooks.HIDDEN_MARKERS)
         solution, rest = split_regions("\n".join(rest), *notebooks.SOLUTION_MARKERS)
         secret += hidden + solution
-        public |= set(rest)  # a line that also stands outside the regions may be handed out
-    return [line for line in secret if len(line) >= MIN_SECRET_LENGTH and line not in public]
+        public |= set(rest)
+    return secret, public
+
+
+def secret_lines(source_notebook, public=frozenset()):
+    """The solution and hidden-test lines of a source notebook that appear nowhere outside them
+    (in it, or in `public`: lines handed out elsewhere in the course)."""
+    secret, own_public = _regions(source_notebook)
+    return [line for line in secret
+            if len(line) >= MIN_SECRET_LENGTH and line not in own_public and line not in public]
 
 
 def _visible_text(path):
@@ -43,7 +52,8 @@ def leaks(source_notebooks, files):
     """Problems, as readable strings, if `files` show any secret of `source_notebooks`.
 
     Every file is searched: for the markers in its raw text, for an SQLite gradebook, and
-    line by line for solution and hidden-test lines.
+    line by line for solution and hidden-test lines (other than those that any of the source
+    notebooks also hands out).
     """
     files = [Path(f) for f in files]
     problems = []
@@ -56,7 +66,8 @@ def leaks(source_notebooks, files):
         problems += [f"{path}: contains {m!r}" for m in notebooks.SOLUTION_MARKERS + notebooks.HIDDEN_MARKERS
                      if m in text]
         lines |= {line.strip() for line in _visible_text(path).splitlines()}
+    public = set().union(*(_regions(source)[1] for source in source_notebooks))
     for source in source_notebooks:
-        shown = [line for line in secret_lines(source) if line in lines]
+        shown = [line for line in secret_lines(source, public) if line in lines]
         problems += [f"shows a solution or hidden-test line: {line!r}" for line in shown[:5]]
     return problems
