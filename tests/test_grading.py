@@ -20,6 +20,7 @@ from tinytorch_course.nbgrader_api import CourseError
 from conftest import REPO
 
 MODULES = notebooks.module_ids(REPO)
+pytestmark = pytest.mark.xdist_group("grading")  # one worker grades the sample class, once (--dist loadgroup)
 
 
 @pytest.fixture(scope="module")
