@@ -119,12 +119,50 @@ def test_an_untouched_workspace_is_not_started_and_fails_its_checks(workspace):
     assert code == 1, out
     assert "0/8 pass in the notebook" in out
     assert "first failure: contiguous_strides_visible (in the notebook)" in out
-    assert "line 1: assert contiguous_strides((2, 3)) == (3, 1)" in out
+    assert "line 1: assert_equal(contiguous_strides((2, 3)), (3, 1)" in out
     assert "NotImplementedError" in out and "./learn export 01" in out
+    # A locked milestone does not run: it names the modules to finish, as status does.
+    for milestone, needs in [("01", MODULES[:1]), ("05", MODULES[:5])]:
+        code, out = learn(workspace, "milestone", milestone)
+        assert code == 2 and "is locked" in out and "Traceback" not in out, out
+        assert all(re.search(rf"^  {m}: .* -> finish it, `./learn export {m[:2]}`, `./learn check {m[:2]}`$",
+                             out, re.M) for m in needs), out
+        assert MODULES[5] not in out
+
+
+def test_the_usage_lines_match_the_readme(workspace):
+    readme = (workspace / "README.md").read_text()
+    code, out = learn(workspace, "--help")
+    assert code == 0
+    listed = set(re.findall(r"^    (\w+)", out, re.M))
+    assert listed == {"lab", "status", "export", "check", "milestone", "submit"}, out
+    assert all(f"./learn {command}" in readme for command in listed)
+    for command, usage, example in [("check", "learn check [-h] NN", "./learn check 01"),
+                                    ("export", "learn export [-h] NN", "./learn export 01"),
+                                    ("submit", "learn submit [-h] YOUR-ID [NN ...]", "./learn submit YOUR-ID 01")]:
+        out = learn(workspace, command, "--help")[1]
+        assert out.startswith(f"usage: {usage}\n") and example in readme, out
+
+
+def test_the_gitignore_keeps_out_what_the_commands_write(workspace):
+    for path in [".venv/bin/python", ".learn/state.json", "submission/a_01.ipynb", "artifacts/milestone-gpt.png",
+                 "artifacts/milestone-gpt.ckpt", "modules/01_tensor/.ipynb_checkpoints/x.ipynb"]:
+        (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / path).write_text("")
+    run = lambda *args: subprocess.run(["git", *args], cwd=workspace, capture_output=True, text=True, check=True)
+    run("init", "-q")
+    untracked = {line[3:] for line in run("status", "--porcelain", "-uall").stdout.splitlines()}
+    assert untracked and not {p for p in untracked if p.split("/")[0] in (".venv", ".learn", "submission",
+                                                                         "artifacts") or "checkpoints" in p}
 
 
 def test_a_learner_solves_exports_checks_and_unlocks_the_milestone(workspace):
     fill_solutions(workspace, "01_tensor")
+    # A learner's note in a test cell: check runs the tests as handed out, and status still follows it.
+    path = notebooks.notebook_path(workspace, "modules", "01_tensor")
+    notebook = notebooks.read(path)
+    next(c for c in notebook.cells if notebooks.is_test(c)).source += "\n# my note: this one was hard"
+    notebooks.write(notebook, path)
     code, out = learn(workspace, "status")
     assert shows(out, "01_tensor", "in progress"), out
     code, out = learn(workspace, "export", "01")

@@ -18,14 +18,22 @@ def split_regions(source, begin, end):
     return inside, outside
 
 
-def secret_lines(source_notebook):
-    """The solution and hidden-test lines of a source notebook that appear nowhere outside them."""
+def _regions(source_notebook):
+    """`(secret, public)`: the lines inside solution and hidden-test regions, and the set of the rest."""
     secret, public = [], set()
     for cell in source_notebook.cells:
         hidden, rest = split_regions(cell.source, *notebooks.HIDDEN_MARKERS)
         solution, rest = split_regions("\n".join(rest), *notebooks.SOLUTION_MARKERS)
         secret += hidden + solution
-        public |= set(rest)  # a line that also stands outside the regions may be handed out
+        public |= set(rest)
+    return secret, public
+
+
+def secret_lines(source_notebook, handed_out=()):
+    """The solution and hidden-test lines of a source notebook that appear nowhere outside them
+    (in it, or in `handed_out`: lines that other notebooks give learners anyway)."""
+    secret, public = _regions(source_notebook)
+    public |= set(handed_out)  # a line that also stands outside the regions may be handed out
     return [line for line in secret if len(line) >= MIN_SECRET_LENGTH and line not in public]
 
 
@@ -56,7 +64,9 @@ def leaks(source_notebooks, files):
         problems += [f"{path}: contains {m!r}" for m in notebooks.SOLUTION_MARKERS + notebooks.HIDDEN_MARKERS
                      if m in text]
         lines |= {line.strip() for line in _visible_text(path).splitlines()}
+    # A line that one notebook gives learners (`with no_grad():` in 03) is no secret of another's solution.
+    handed_out = set().union(*[_regions(source)[1] for source in source_notebooks])
     for source in source_notebooks:
-        shown = [line for line in secret_lines(source) if line in lines]
+        shown = [line for line in secret_lines(source, handed_out) if line in lines]
         problems += [f"shows a solution or hidden-test line: {line!r}" for line in shown[:5]]
     return problems

@@ -2,11 +2,12 @@
 
 From a terminal in the workspace folder:
 
-    ./learn export 01      write module 01's `#| export` cells into tinytorch/ (nbdev)
-    ./learn check 01       run module 01's visible tests on the notebook and on tinytorch/
-    ./learn status         every module's progress, and the milestones it unlocks
-    ./learn milestone 01   run a milestone program on your own tinytorch package
-    ./learn submit ID      pack your notebooks for your instructor as submission/ID_NN_name.ipynb
+    ./learn lab               open JupyterLab in the workspace
+    ./learn export 01         write module 01's `#| export` cells into tinytorch/ (nbdev)
+    ./learn check 01          run module 01's visible tests on the notebook and on tinytorch/
+    ./learn status            every module's progress, and the milestones it unlocks
+    ./learn milestone 01      run a milestone program on your own tinytorch package
+    ./learn submit YOUR-ID    pack your notebooks for your instructor as submission/YOUR-ID_NN_name.ipynb
 
 From a notebook cell (save the notebook first: these read the saved file):
 
@@ -174,7 +175,9 @@ def is_visible_test(cell):
 
 
 def with_release_tests(notebook, release):
-    """The learner's notebook with its test cells as handed out (an edited test does not count)."""
+    """A copy of the learner's notebook with its test cells as handed out (an edited test does not
+    count). The learner's notebook itself stays as saved: `status` compares its digest with the check's."""
+    notebook = _copy(notebook)
     if release is None:
         return notebook
     originals = {nbcells.grade_id(c): c for c in release.cells if nbcells.is_test(c)}
@@ -347,9 +350,19 @@ def milestones(root):
     return found
 
 
-def do_status(root, log=print):
+def module_states(root):
+    """`{module id: (state, detail)}` for every module of the workspace."""
     state = load_state(root)
-    states = {mid: module_state(root, mid, state) for mid in nbcells.module_ids(root)}
+    return {mid: module_state(root, mid, state) for mid in nbcells.module_ids(root)}
+
+
+def unfinished(requires, states):
+    """The modules of `requires` whose visible checks do not pass yet (a milestone is locked by them)."""
+    return [m for m in requires if states.get(m, ("not released",))[0] != "checks pass"]
+
+
+def do_status(root, log=print):
+    states = module_states(root)
     rows = [["module", "state", ""]] + [[mid, s, detail] for mid, (s, detail) in states.items()]
     widths = [max(len(r[i]) for r in rows) for i in range(2)]
     lines = [f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}".rstrip() for r in rows]
@@ -357,7 +370,7 @@ def do_status(root, log=print):
     if found:
         lines += ["", "milestones (unlocked when the visible checks of the modules they need pass):"]
     for path, title, requires in found:
-        missing = [m for m in requires if states.get(m, ("not released",))[0] != "checks pass"]
+        missing = unfinished(requires, states)
         status = "unlocked" if not missing else "locked (needs " + ", ".join(missing) + ")"
         lines.append(f"  {path.stem}  {status}: {title}")
         if not missing:
@@ -368,13 +381,33 @@ def do_status(root, log=print):
 
 # --- milestone ---------------------------------------------------------------------------------
 
-def do_milestone(root, key, log=print):
-    """Run milestones/NN_name.py with the workspace's own tinytorch package."""
-    found = [p for p, _, _ in milestones(root) if key in (p.stem, p.stem[:2], p.stem[3:])]
+def do_milestone(root, key, args=(), log=print):
+    """Run milestones/NN_name.py (with `args`) on the workspace's own tinytorch package, once every
+    module it needs passes its checks (what `status` calls unlocked)."""
+    found = [(p, requires) for p, _, requires in milestones(root) if key in (p.stem, p.stem[:2], p.stem[3:])]
     if len(found) != 1:
         raise LearnError(f"no milestone {key!r}; see ./learn status")
-    log(f"running {found[0].relative_to(root)} with your tinytorch package")
-    return subprocess.run([sys.executable, str(found[0])], cwd=root, env=kernel_env(root)).returncode == 0
+    path, requires = found[0]
+    states = module_states(root)
+    missing = unfinished(requires, states)
+    if missing:
+        steps = "\n".join(f"  {m}: {states[m][0] if m in states else 'not in this workspace'}"
+                          f" -> finish it, `./learn export {m[:2]}`, `./learn check {m[:2]}`" for m in missing)
+        raise LearnError(f"milestone {path.stem} is locked: it runs on your package once these modules "
+                         f"pass ./learn check:\n{steps}")
+    log(f"running {path.relative_to(root)} with your tinytorch package")
+    return subprocess.run([sys.executable, str(path), *args], cwd=root, env=kernel_env(root)).returncode == 0
+
+
+# --- lab ---------------------------------------------------------------------------------------
+
+def do_lab(root, args=()):
+    """JupyterLab in the workspace, with the kit's settings overrides (no news pop-up, no update checks).
+    It replaces this process, as `./learn lab` runs it from a terminal."""
+    os.chdir(root)
+    os.environ["PYTHONPATH"] = kernel_env(root)["PYTHONPATH"]  # not its MPLBACKEND: plots show inline
+    os.execv(sys.executable, [sys.executable, "-m", "jupyter", "lab",
+                              f"--LabApp.app_settings_dir={Path(root) / 'tinytorch_kit' / 'lab-settings'}", *args])
 
 
 # --- submit ------------------------------------------------------------------------------------
@@ -406,25 +439,35 @@ def do_submit(root, student_id, keys=(), log=print):
 def main(argv=None, root=None):
     root = Path(root or ROOT)
     parser = argparse.ArgumentParser(prog="learn", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("export", help="write a module's #| export cells into tinytorch/").add_argument("module")
-    commands.add_parser("check", help="run a module's visible tests on the notebook and the package") \
-        .add_argument("module")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("lab", help="open JupyterLab in the workspace (other options go to jupyter lab)",
+                        add_help=False)
     commands.add_parser("status", help="every module's progress and the milestones")
-    commands.add_parser("milestone", help="run a milestone on your package").add_argument("milestone")
+    commands.add_parser("export", help="write a module's #| export cells into tinytorch/") \
+        .add_argument("module", metavar="NN", help="a module: 01, 01_tensor or tensor")
+    commands.add_parser("check", help="run a module's visible tests on the notebook and the package") \
+        .add_argument("module", metavar="NN", help="a module: 01, 01_tensor or tensor")
+    commands.add_parser("milestone", add_help=False,  # -h goes to the milestone: ./learn milestone 07 -h
+                        help="run a milestone on your package once unlocked (NN [its options])") \
+        .add_argument("milestone", metavar="NN", help="a milestone: 01, 05, 07 (see ./learn status)")
     submit = commands.add_parser("submit", help="pack your notebooks for the instructor")
-    submit.add_argument("student_id", help="your id, as your instructor gave it (letters, digits, '-')")
-    submit.add_argument("modules", nargs="*", help="only these modules (default: every started one)")
-    args = parser.parse_args(argv)
+    submit.add_argument("student_id", metavar="YOUR-ID",
+                        help="your id, as your instructor gave it (letters, digits, '-')")
+    submit.add_argument("modules", nargs="*", metavar="NN", help="only these modules (default: every started one)")
+    args, passed_on = parser.parse_known_args(argv)  # options of jupyter lab or of a milestone
+    if passed_on and args.command not in ("lab", "milestone"):
+        parser.error(f"unrecognized arguments: {' '.join(passed_on)}")
     try:
-        if args.command == "export":
+        if args.command == "lab":
+            do_lab(root, passed_on)
+        elif args.command == "export":
             do_export(root, args.module)
         elif args.command == "check":
             return 0 if do_check(root, args.module) else 1
         elif args.command == "status":
             do_status(root)
         elif args.command == "milestone":
-            return 0 if do_milestone(root, args.milestone) else 1
+            return 0 if do_milestone(root, args.milestone, passed_on) else 1
         elif args.command == "submit":
             do_submit(root, args.student_id, args.modules)
     except LearnError as error:
