@@ -339,3 +339,19 @@ def test_plain_nbdev_export_builds_the_package_in_the_workspace(workspace):
     run = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(workspace)))
     assert run.stdout.split() == ["True", "True"], run.stderr
+
+
+def test_the_course_gpt_milestone_runs_the_kits_training(tmp_path):
+    """`./course milestone gpt` (shortened, TinyTorch only) trains through milestones/07_gpt.py."""
+    from tinytorch_course.milestone import gpt
+
+    shutil.copytree(REPO / "milestones", tmp_path / "milestones")
+    lines = []
+    assert gpt(tmp_path, minutes=0.05, frameworks=("tinytorch",), threads=1, max_chars=50_000,
+               log=lines.append) == 0
+    shown = "\n".join(lines)
+    assert "tinytorch training for 0.05 minutes" in shown and "tinytorch: validation loss" in shown, shown
+    results = json.loads((tmp_path / "artifacts" / "milestone-gpt.json").read_text())
+    assert results["tinytorch"]["steps"] >= 1 and results["tinytorch"]["sample"].startswith("def ")
+    assert (tmp_path / "artifacts" / "milestone-gpt.png").is_file()
+    assert (tmp_path / "artifacts" / "milestone-gpt.ckpt").is_file()
