@@ -298,19 +298,6 @@ def test_the_gpt_milestone_trains_the_learners_own_package_and_resumes(workspace
     assert code == 0 and "--minutes" in out and "--fresh" in out, out
 
 
-def exports_to_other_modules():
-    """`#| export NAME` cells (nbdev 2 appends them to an existing tinytorch/NAME.py) in the notebooks."""
-    return [(m, line) for m in MODULES for cell in notebooks.read(notebooks.notebook_path(REPO, "modules", m)).cells
-            if cell.cell_type == "code" for line in cell.source.splitlines()[:1]
-            if re.match(r"#\|\s*export\s+\S", line)]
-
-
-NEEDS_05_EDIT = pytest.mark.xfail(
-    bool(exports_to_other_modules()), strict=True,
-    reason="module 05's `#| export optim` / `#| export data` cells: nbdev 2 appends them to an existing file "
-           "(until they are removed and tinytorch/optim.py, data.py are hand-written re-exports)")
-
-
 def nbdev_export(folder):
     """Plain `nbdev_export`, as module 01 suggests, run twice (a second export must change nothing)."""
     runs = [subprocess.run([str(Path(sys.executable).parent / "nbdev_export")], cwd=folder, capture_output=True,
@@ -319,14 +306,12 @@ def nbdev_export(folder):
     return {p.name: p.read_text() for p in sorted((Path(folder) / "tinytorch").glob("*.py"))}
 
 
-@NEEDS_05_EDIT
 def test_plain_nbdev_export_rebuilds_the_course_package(tmp_path):
     course = copy_course(tmp_path / "course")
     committed = {p.name: p.read_text() for p in sorted((REPO / "tinytorch").glob("*.py"))}
     assert nbdev_export(course) == committed
 
 
-@NEEDS_05_EDIT
 def test_plain_nbdev_export_builds_the_package_in_the_workspace(workspace):
     for module_id in MODULES:
         fill_solutions(workspace, module_id)
