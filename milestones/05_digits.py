@@ -1,7 +1,7 @@
 """Your framework learns to read handwriting: an MLP on scikit-learn's bundled digits, >= 97% test accuracy.
 
-Run it with `./learn milestone 05` (your own package) or `./course milestone digits` (the reference
-package). The learning curves, the confusion matrix and misclassified digits go to
+Run it with `./learn milestone 05`: it trains with your own package. (In the course repository,
+`./course milestone digits` runs it with the reference package.) The learning curves, the confusion matrix and misclassified digits go to
 artifacts/milestone-digits.png.
 """
 REQUIRES = ("01_tensor", "02_strides", "03_autograd", "04_layers", "05_training")

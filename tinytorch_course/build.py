@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 from . import notebooks
-from .learner import start_extra_modules
 from .nbgrader_api import CourseError, api, check, install_grader_kernel, run_converter, working_directory
 
 FORBIDDEN_IN_RELEASE = notebooks.SOLUTION_MARKERS + notebooks.HIDDEN_MARKERS
@@ -36,8 +35,6 @@ def export_package(root):
     from nbdev.doclinks import nbdev_export
 
     with working_directory(root):
-        for module_id in notebooks.module_ids(root):
-            start_extra_modules(root, notebooks.notebook_path(root, "modules", module_id))
         nbdev_export()
 
 

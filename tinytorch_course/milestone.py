@@ -17,28 +17,9 @@ def digits(root, epochs=40):
     return 0
 
 
-PYTHON_MARKERS = ("def ", "self.", "return", "\n    ")
-
-
-def _corpus(max_chars):
-    import numpy as np
-    from tinytorch.transformer import CharTokenizer, python_corpus
-
-    train_text, val_text = python_corpus(max_chars=max_chars)
-    tok = CharTokenizer(train_text, byte_fallback=False)
-    encode = lambda text: np.array([tok.stoi[c] for c in text if c in tok.stoi], dtype=np.int64)
-    return tok, encode(train_text), encode(val_text)
-
-
-def _steps_for(step, seconds, probe=6):
-    """How many steps of `step()` fit in `seconds` (the median of a few probe steps)."""
-    import time
-    times = []
-    for _ in range(probe):
-        t = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t)
-    return max(10, int(seconds / sorted(times)[len(times) // 2]))
+def _milestone(root, name):
+    """The namespace of milestones/NAME.py (the learners' milestone, which the course run reuses)."""
+    return runpy.run_path(str(Path(root) / "milestones" / name), run_name="milestone")
 
 
 def _train_torch(weights, config, train, val, steps, budget, lr, batch, warmup, eval_every, log):
@@ -111,52 +92,31 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
     Writes artifacts/milestone-gpt.json and artifacts/milestone-gpt.png.
     """
     import json
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
     from threadpoolctl import threadpool_limits
-    from tinytorch.tensor import Generator, manual_seed
-    from tinytorch.training import keep_freed_memory
-    from tinytorch.transformer import (GPT, estimate_loss, generate, get_batch, make_optimizer, train_gpt,
-                                       unigram_loss)
+    from tinytorch.tensor import manual_seed
+    from tinytorch.transformer import GPT, get_batch, unigram_loss
 
     from .torch_gpt import describe_blas
 
-    keep_freed_memory()
+    ms = _milestone(root, "07_gpt.py")  # the corpus, model, training run, sample and plot of milestone 07
     log(describe_blas())
-    tok, train, val = _corpus(max_chars)
+    data = ms["corpus"](max_chars)
+    tok, train, val = data
     budget = 60.0 * minutes
-    config = dict(vocab_size=tok.vocab_size, block_size=128, n_layer=4, n_head=4, n_embd=128, dropout=0.0)
-    log(f"corpus: {len(train):,} training / {len(val):,} validation characters, vocabulary {tok.vocab_size}; "
-        f"unigram baseline {unigram_loss(train, val, tok.vocab_size):.3f} nats/char")
+    config = dict(ms["CONFIG"], vocab_size=tok.vocab_size)
     manual_seed(0)
     weights = {k: v.numpy().copy() for k, v in GPT(**config).state_dict().items()}
     results, histories = {"config": config, "minutes": minutes, "threads": threads}, {}
     prompt = tok.encode("def ")
+    out = Path(root) / "artifacts"
     with threadpool_limits(threads):
         if "tinytorch" in frameworks:
-            model = GPT(**config)
-            probe = GPT(**config)
-            opt = make_optimizer(probe, lr)
-            rng = np.random.default_rng(99)
-
-            def probe_step():
-                x, y = get_batch(train, 128, batch, rng)
-                loss = probe(x, targets=y)[1]
-                opt.zero_grad(); loss.backward(); opt.step()
-
-            steps = _steps_for(probe_step, budget)
-            model.load_state_dict(weights)
-            log(f"tinytorch: about {steps} steps in {budget:.0f} s")
-            (Path(root) / "artifacts").mkdir(exist_ok=True)
-            h = train_gpt(model, train, val, steps, batch_size=batch, lr=lr, warmup=warmup, eval_every=eval_every,
-                          time_budget=budget, checkpoint=Path(root) / "artifacts" / "milestone-gpt.ckpt",
-                          log=lambda m: log("  tinytorch " + m) if m.startswith("step") else None)
-            final = estimate_loss(model, val, 128, batch, batches=20)
-            text = tok.decode(generate(model, [prompt], 400, temperature=0.8, top_k=20, generator=Generator(0))[0])
-            results["tinytorch"] = {"val_loss": final, "steps": h["step"][-1], "seconds": h["seconds"][-1], "sample": text}
-            histories["tinytorch"] = h
+            run = ms["train"](out, minutes=minutes, batch=batch, lr=lr, warmup=warmup, weights=weights,
+                              eval_every=eval_every, fresh=True, data=data, log=lambda m: log("tinytorch " + m.strip()))
+            results["tinytorch"] = {"val_loss": run["val_loss"], "steps": run["steps"], "seconds": run["seconds"],
+                                    "sample": ms["sample"](run, 400)}
+            histories["tinytorch"] = run["history"]
         if "torch" in frameworks:
             try:
                 import torch
@@ -172,14 +132,14 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
                 rng = np.random.default_rng(99)
 
                 def probe_step():
-                    x, y = get_batch(train, 128, batch, rng)
+                    x, y = get_batch(train, config["block_size"], batch, rng)
                     loss = probe_model(x, y)[1]
                     popt.zero_grad(); loss.backward(); popt.step()
 
-                steps = _steps_for(probe_step, budget)
+                steps = ms["steps_for"](probe_step, budget)
                 log(f"torch: about {steps} steps in {budget:.0f} s")
                 tmodel, h = _train_torch(weights, config, train, val, steps, budget, lr, batch, warmup, eval_every, log)
-                final = _torch_val(tmodel, val, 128, batch, 20)
+                final = _torch_val(tmodel, val, config["block_size"], batch, 20)
                 text = tok.decode(_torch_sample(tmodel, prompt, 400))
                 results["torch"] = {"val_loss": final, "steps": h["step"][-1], "seconds": h["seconds"][-1], "sample": text}
                 histories["torch"] = h
@@ -187,7 +147,7 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
     for name in ("tinytorch", "torch"):
         if name in results:
             r = results[name]
-            looks = {m.strip() or "indent": m in r["sample"] for m in PYTHON_MARKERS}
+            looks = {m.strip() or "indent": m in r["sample"] for m in ms["PYTHON_MARKERS"]}
             r["looks_like_python"] = looks
             log(f"\n{name}: validation loss {r['val_loss']:.3f} nats/char after {r['steps']} steps "
                 f"({r['seconds']:.0f} s); Python markers {looks}\n--- sample ---\n{r['sample']}\n--------------")
@@ -197,14 +157,8 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
         log(f"TinyTorch - PyTorch validation loss: {gap:+.3f} nats/char (target <= 0.1): "
             f"{'met' if gap <= 0.1 else 'NOT met'}")
         status = 0 if gap <= 0.1 else 1
-    out = Path(root) / "artifacts"
     out.mkdir(exist_ok=True)
     (out / "milestone-gpt.json").write_text(json.dumps(results, indent=1))
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, h in histories.items():
-        ax.plot(h["seconds"], h["loss"], alpha=0.4, label=f"{name} train")
-        ax.plot([h["seconds"][s - 1] for s in h["val_step"]], h["val_loss"], "o-", label=f"{name} validation")
-    ax.set_xlabel("seconds"); ax.set_ylabel("loss (nats/char)"); ax.legend()
-    fig.savefig(out / "milestone-gpt.png", dpi=100)
+    ms["plot"](histories, out / "milestone-gpt.png", unigram_loss(train, val, tok.vocab_size))
     log(f"results: {out / 'milestone-gpt.json'}, loss curves: {out / 'milestone-gpt.png'}")
     return status
