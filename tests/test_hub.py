@@ -174,6 +174,8 @@ class Hub:
         for account in self.accounts():
             subprocess.run(["userdel", "--remove", account], capture_output=True)
         self.log.close()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(self.folder / "hub.log", SHOTS / "hub.log")  # the servers' log, kept for a failed run
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -233,9 +235,13 @@ def log_in(browser, hub, account):
 
 
 def close_modal(page, title):
-    """Wait for the formgrader's dialog titled `title`, then close it."""
-    modal = page.locator(".modal.in, .modal.show").filter(has=page.locator(".modal-title", has_text=title))
-    modal.wait_for()
+    """Wait for the formgrader's dialog titled `title`, then close it (a dialog with another title
+    fails the test with its text)."""
+    shown = page.locator(".modal.in, .modal.show")
+    shown.wait_for()
+    got = shown.locator(".modal-title").inner_text()
+    assert title in got, f"the formgrader said {got!r}: {shown.inner_text()[:2000]}"
+    modal = shown.filter(has=page.locator(".modal-title", has_text=title))
     modal.locator(".modal-footer button").last.click()
     modal.wait_for(state="hidden")
     page.locator(".modal-backdrop").wait_for(state="detached")

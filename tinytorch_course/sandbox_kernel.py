@@ -40,14 +40,15 @@ def bwrap_command(spec, records_fd):
     if spec["uid"] is None:
         command += ["--unshare-user", "--disable-userns"]
     command += _system_mounts()
+    command += ["--dev", "/dev"]
+    for folder in ["/tmp", "/var/tmp", "/dev/shm"]:  # before the binds: Python or a job may live in /tmp
+        command += ["--perms", "1777", "--size", str(spec["tmp_bytes"]), "--tmpfs", folder]
     for home in python_homes:  # its folders on the way open to all (bubblewrap makes them 0700)
         parts = Path(home).parts
         for depth in range(2, len(parts)):
             command += ["--perms", "0755", "--dir", str(Path(*parts[:depth]))]
         command += ["--ro-bind", home, home]
-    command += ["--proc", "/proc", "--dev", "/dev"]
-    for folder in ["/tmp", "/var/tmp", "/dev/shm"]:  # before the binds: a job folder may be in /tmp
-        command += ["--perms", "1777", "--size", str(spec["tmp_bytes"]), "--tmpfs", folder]
+    command += ["--proc", "/proc"]
     command += ["--perms", "0755", "--dir", INSIDE,
                 "--ro-bind", spec["reference"], f"{INSIDE}/reference",
                 "--ro-bind", spec["kernel"], f"{INSIDE}/kernel",
