@@ -398,13 +398,14 @@ def test_a_class_round_trip_on_the_hub(hub, browser):
     # The instructor sets the due date to now: Ada was on time, Blaise will be late.
     teacher.reload()
     formgrader_row(teacher, MODULE).locator("td.edit a").click()
-    now = datetime.datetime.now(datetime.timezone.utc)
+    # (rounded up: the field takes whole seconds, and Ada may have submitted within this one)
+    due = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1)).replace(microsecond=0)
     teacher.locator("input.modal-duedate").evaluate("(input, value) => { input.value = value; }",
-                                                    now.strftime("%Y-%m-%dT%H:%M:%S"))
+                                                    due.strftime("%Y-%m-%dT%H:%M:%S"))
     teacher.locator("input.modal-timezone").fill("UTC")
     teacher.locator(".modal button.save").click()
     teacher.locator(".modal.in, .modal.show").wait_for(state="hidden")
-    time.sleep(1)
+    time.sleep(max(0.0, (due - datetime.datetime.now(datetime.timezone.utc)).total_seconds()) + 1)
 
     blaise = log_in(browser, hub, hub.blaise)
     assignments_tab(blaise)
