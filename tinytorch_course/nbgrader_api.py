@@ -31,7 +31,12 @@ def _install_kernelspec(name, display_name, launcher, **extra):
                      "--IPKernelApp.log_level=ERROR"],
             "display_name": display_name, "language": "python", **extra}
     spec_dir.mkdir(parents=True, exist_ok=True)
-    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    text = json.dumps(spec, indent=1)
+    if (spec_dir / "kernel.json").is_file() and (spec_dir / "kernel.json").read_text() == text:
+        return
+    staged = spec_dir / f"kernel.json.{os.getpid()}"  # renamed into place: a reader never sees half a file
+    staged.write_text(text)
+    staged.replace(spec_dir / "kernel.json")
 
 
 def install_grader_kernel():
