@@ -6,8 +6,11 @@ in nbgrader_config.py).
   traceback to its last line. It runs before ClearHiddenTests, which removes the markers it reads.
 * `SafeHTMLExporter` is nbconvert's HTMLExporter with HTML sanitizing on (markdown cells and
   outputs go through nbconvert's sanitizer; script, SVG and JavaScript outputs are dropped) and a
-  Content-Security-Policy that lets the page load nothing and run no script.
+  Content-Security-Policy that lets the page load nothing and run no script. Code is shown
+  without syntax colours: nbconvert's page post-processing parses every tag of the page, and
+  Pygments' thousands of colour spans made the feedback page cost as much as grading the notebook.
 """
+import html
 import re
 
 from nbconvert.exporters import HTMLExporter
@@ -64,12 +67,21 @@ class RedactHidden(NbGraderPreprocessor):
         return cell, resources
 
 
+def plain_code(source, language=None, metadata=None):
+    """Code as escaped preformatted text (a `highlight_code` filter without Pygments)."""
+    return f'<div class="highlight"><pre>{html.escape(source)}</pre></div>'
+
+
 class SafeHTMLExporter(HTMLExporter):
-    """HTMLExporter with sanitized HTML and a page that may load and run nothing."""
+    """HTMLExporter with sanitized HTML, uncoloured code, and a page that may load and run nothing."""
 
     @default("sanitize_html")
     def _sanitize_default(self):
         return True
+
+    @default("filters")
+    def _filters_default(self):
+        return {"highlight_code": plain_code}
 
     def from_notebook_node(self, nb, resources=None, **kw):
         self.sanitize_html = True  # whatever the configuration says
