@@ -319,3 +319,48 @@ def test_division_by_zero_is_quiet_like_module_01(requires_grad):
         np.testing.assert_array_equal((a / 0.0).numpy(), expected)
         np.testing.assert_array_equal((a / ag.zeros(3)).numpy(), expected)
         np.testing.assert_array_equal((1.0 / (a * 0.0)).numpy(), [np.inf, -np.inf, np.inf])  # 1/-0 is -inf
+
+
+def _segments_and_boxes(ax):
+    """The drawn edge segments and the node boxes of a plot_graph axes, in display coordinates."""
+    ax.figure.canvas.draw()
+    boxes = [t.get_bbox_patch().get_window_extent() for t in ax.texts if t.get_bbox_patch() is not None]
+    segments = []
+    for arrow in ax.texts:
+        if arrow.get_bbox_patch() is None and getattr(arrow, "arrow_patch", None) is not None:
+            segments.append((ax.transData.transform(arrow.xyann), ax.transData.transform(arrow.xy)))
+    return boxes, segments
+
+
+def _crosses(box, start, end, steps=200):
+    """Whether the straight segment start-end passes through the inside of `box` (shrunk by 1 px)."""
+    x0, y0, x1, y1 = box.x0 + 1, box.y0 + 1, box.x1 - 1, box.y1 - 1
+    return any(x0 < sx < x1 and y0 < sy < y1
+               for sx, sy in (start + (end - start) * k / steps for k in range(steps + 1)))
+
+
+@pytest.mark.parametrize("build", ["diamond", "skip"])
+def test_plot_graph_shows_values_and_gradients_and_no_edge_crosses_a_box(build):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    a, b = ag.tensor(2.0, requires_grad=True), ag.tensor(3.0, requires_grad=True)
+    if build == "diamond":  # the notebook's example: a is used at two depths
+        h = (a * b).retain_grad()
+        y = (h + a).exp()
+    else:  # leaves used one, three and five rows above them
+        h = (a * b).retain_grad()
+        y = (((h.exp() + b) * a).log() * b + a) * b
+    y.backward(retain_graph=True)
+    ax = ag.plot_graph(y, names={"a": a, "b": b, "h": h})
+    labels = [t.get_text() for t in ax.texts if t.get_bbox_patch() is not None]
+    grad_a, grad_h = a.grad.item(), h.grad.item()
+    assert any(f"grad {grad_a:.4g}" in s for s in labels if s.startswith("a:")), labels
+    assert any(f"value {a.item():.4g}" in s for s in labels if s.startswith("a:")), labels
+    assert any(f"grad {grad_h:.4g}" in s and "value 6" in s for s in labels if s.startswith("h:")), labels
+    boxes, segments = _segments_and_boxes(ax)
+    assert len(boxes) == len(ag._graph_edges(y)[0]) and segments
+    for start, end in segments:
+        inside = [box for box in boxes if _crosses(box, start, end)]
+        assert not inside, f"an edge segment {start} -> {end} passes through a box"
+    plt.close(ax.figure)

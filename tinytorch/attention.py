@@ -42,7 +42,7 @@ def _add_in_place(a, b):
 class AttentionFunction(Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, scale, dropout_mask):
-        """softmax(scale * q @ k^T + bias) (times `dropout_mask`, if not None) @ v, fused.
+        """softmax(scale * q @ k^T + bias) (times `dropout_mask`, if not None) @ v, one node.
 
         `q` (..., L, E), `k` (..., S, E), `v` (..., S, Ev) are Tensors; `bias` is a numpy array that
         broadcasts against (..., L, S), or None; `dropout_mask` a numpy array of shape (..., L, S)
@@ -159,7 +159,7 @@ class MultiHeadAttention(Module):
         ### END SOLUTION
 
     def attend(self, q, k, v, attn_mask=None):
-        """Attention of q over k, v (B, H, ., d) with this layer's causal flag and dropout."""
+        """Attention of q over k, v (B, H, ., d): `attn_mask` if given, else causal if the layer is; dropout."""
         ### BEGIN SOLUTION
         p = self.dropout if self.training else 0.0
         return scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,

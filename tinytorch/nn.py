@@ -498,7 +498,9 @@ class ReLUFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         return grad * ctx.mask
+        ### END SOLUTION
 
 
 class TanhFunction(Function):
@@ -509,7 +511,9 @@ class TanhFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         return grad * (1 - ctx.out * ctx.out)
+        ### END SOLUTION
 
 
 class SigmoidFunction(Function):
@@ -520,7 +524,9 @@ class SigmoidFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         return grad * ctx.out * (1 - ctx.out)
+        ### END SOLUTION
 
 
 class SiLUFunction(Function):
@@ -531,7 +537,9 @@ class SiLUFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         return grad * ctx.s * (1 + ctx.x * (1 - ctx.s))
+        ### END SOLUTION
 
 
 def relu(x): return ReLUFunction.apply(x)
@@ -722,8 +730,10 @@ class MSELossFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         d = _reduce_grad(2 * ctx.diff, grad, ctx.reduction)
         return d, -d, None
+        ### END SOLUTION
 
 
 class BCEWithLogitsFunction(Function):
@@ -736,8 +746,10 @@ class BCEWithLogitsFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         d = _reduce_grad(_sigmoid(ctx.a) - ctx.t, grad, ctx.reduction)
         return d, -_reduce_grad(ctx.a, grad, ctx.reduction), None
+        ### END SOLUTION
 
 
 def mse_loss(input, target, reduction="mean"):

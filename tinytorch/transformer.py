@@ -442,9 +442,10 @@ def plot_loss(history, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     loss = np.array(history["loss"])
-    k = max(1, len(loss) // 50)
+    k = int(np.clip(len(loss) // 10, 1, 200))  # a moving average over a tenth of the run (at most 200 steps)
     smooth = np.convolve(loss, np.ones(k) / k, mode="valid")
-    ax.plot(history["step"][k - 1:], smooth, label="train (smoothed)")
+    ax.plot(history["step"], loss, color="C0", alpha=0.25, lw=0.8, label="train (each batch)")
+    ax.plot(history["step"][k - 1:], smooth, color="C0", label=f"train (mean of {k} steps)")
     ax.plot(history["val_step"], history["val_loss"], "o-", label="validation")
     ax.set_xlabel("step"); ax.set_ylabel("loss (nats/token)"); ax.legend()
     return ax
