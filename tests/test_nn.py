@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 import tinytorch.nn as nn
 import tinytorch.nn.functional as F
 from tinytorch.autograd import Tensor, gradcheck
-from tinytorch.tensor import Generator
+from tinytorch.tensor_base import Generator
 
 settings.register_profile("tinytorch", max_examples=30, deadline=None)
 settings.load_profile("tinytorch")

@@ -1,4 +1,4 @@
-"""Module 01's package (tinytorch.tensor) against numpy, on hypothesis-generated shapes and layouts."""
+"""Module 01's package (tinytorch.tensor_base) against numpy, on hypothesis-generated shapes and layouts."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -19,7 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .tensor import Tensor as BaseTensor, default_generator
+from .tensor_base import Tensor as BaseTensor, default_generator
 from .autograd import Function, Tensor, as_array, no_grad
 
 # %% ../modules/04_layers/04_layers.ipynb #703915dd
