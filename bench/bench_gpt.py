@@ -20,7 +20,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tinytorch.tensor import manual_seed
+from tinytorch.tensor_base import manual_seed
 from tinytorch.training import keep_freed_memory
 from tinytorch.transformer import GPT, make_optimizer
 from tinytorch_course.torch_gpt import describe_blas, torch_gpt, torch_optimizer

@@ -7,7 +7,7 @@ REQUIRES = ("01_tensor",)
 
 import numpy as np
 
-from tinytorch.tensor import Tensor, arange, float32, int64, tensor
+from tinytorch.tensor_base import Tensor, arange, float32, int64, tensor
 
 
 def same(t, array):

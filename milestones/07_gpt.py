@@ -58,7 +58,7 @@ def train(out, minutes=10.0, max_chars=None, batch=32, lr=3e-3, warmup=100, eval
     Returns a dict: model, tokenizer, train, val, config, history, val_loss, steps, seconds.
     """
     import numpy as np
-    import tinytorch.tensor as tt
+    import tinytorch.tensor_base as tt
     from tinytorch.training import keep_freed_memory
     from tinytorch.transformer import GPT, estimate_loss, get_batch, make_optimizer, train_gpt, unigram_loss
 
@@ -111,7 +111,7 @@ def train(out, minutes=10.0, max_chars=None, batch=32, lr=3e-3, warmup=100, eval
 
 def sample(result, chars=400, prompt="def "):
     """`chars` characters the trained model writes after `prompt` (temperature 0.8, top 20)."""
-    from tinytorch.tensor import Generator
+    from tinytorch.tensor_base import Generator
     from tinytorch.transformer import generate
 
     tok = result["tokenizer"]

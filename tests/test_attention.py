@@ -88,3 +88,64 @@ def test_against_torch():
 def test_sinusoidal_encoding_rows_are_rotations():
     pe = sinusoidal_encoding(20, 8).numpy()
     np.testing.assert_allclose(pe[:, 0::2] ** 2 + pe[:, 1::2] ** 2, 1, atol=1e-6)
+
+
+# --- PyTorch's behaviour and errors (issue 16) --------------------------------------------------
+
+@settings(max_examples=15, deadline=None)
+@given(shapes, st.integers(0, 2**31 - 1))
+def test_a_float_mask_gets_its_gradient(shape, seed):
+    B, H, L, S, E, Ev = shape
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.standard_normal((B, H, L, E)), rng.standard_normal((B, H, S, E)), rng.standard_normal((B, H, S, Ev))
+    m = rng.standard_normal((L, S))
+    tensors = [Tensor.tensor(a, requires_grad=True) for a in (q, k, v, m)]
+    out = scaled_dot_product_attention(*tensors[:3], attn_mask=tensors[3])
+    assert np.allclose(out.numpy(), reference(q, k, v, m))
+    assert gradcheck(lambda a, b, c, d: scaled_dot_product_attention(a, b, c, attn_mask=d), tensors)
+    # without a gradient to record, the fused path gives the same values
+    plain = scaled_dot_product_attention(*tensors[:3], attn_mask=Tensor.tensor(m))
+    assert np.allclose(plain.numpy(), out.numpy())
+
+
+def attention_error(*shapes, mask=None, dtypes=("float32",) * 3, **kwargs):
+    q, k, v = (Tensor.zeros(*s, dtype=d) for s, d in zip(shapes, dtypes))
+    with pytest.raises(Exception) as info:
+        scaled_dot_product_attention(q, k, v, attn_mask=mask, **kwargs)
+    return type(info.value), str(info.value)
+
+
+def test_attention_errors_are_pytorch_classes_with_the_shapes():
+    kind, message = attention_error((1, 3, 4), (1, 3, 4), (1, 3, 4), mask=np.ones((3, 3), bool), is_causal=True)
+    assert kind is RuntimeError and "Explicit attn_mask should not be set when is_causal=True" in message
+    kind, message = attention_error((1, 3, 4), (1, 3, 5), (1, 3, 4))
+    assert kind is RuntimeError and "(1, 3, 4)" in message and "(1, 3, 5)" in message
+    kind, message = attention_error((1, 3, 4), (1, 3, 4), (1, 2, 4))
+    assert kind is RuntimeError and "(1, 2, 4)" in message
+    kind, message = attention_error((2, 3, 4), (3, 3, 4), (3, 3, 4))
+    assert kind is RuntimeError and "broadcast" in message
+    kind, message = attention_error((1, 3, 4), (1, 3, 4), (1, 3, 4), mask=np.ones((2, 2), bool))
+    assert kind is RuntimeError and "attn_mask (2, 2)" in message
+    kind, message = attention_error((1, 3, 4), (1, 3, 4), (1, 3, 4), dtypes=("float32", "float64", "float32"))
+    assert kind is RuntimeError and message.startswith("Expected query, key, and value to have the same dtype")
+
+
+def test_float_mask_gradient_against_torch_when_installed():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s) for s in [(2, 3, 4), (2, 5, 4), (2, 5, 6), (3, 5)]]
+    ours = [Tensor.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    scaled_dot_product_attention(*ours[:3], attn_mask=ours[3]).sum().backward()
+    torch.nn.functional.scaled_dot_product_attention(*theirs[:3], attn_mask=theirs[3]).sum().backward()
+    for a, b in zip(ours, theirs):
+        assert np.allclose(a.grad.numpy(), b.grad.numpy())
+    for call in [lambda t, F: F.scaled_dot_product_attention(t.zeros(1, 3, 4), t.zeros(1, 3, 5), t.zeros(1, 3, 4)),
+                 lambda t, F: F.scaled_dot_product_attention(t.zeros(1, 3, 4), t.zeros(1, 3, 4, dtype=t.float64),
+                                                             t.zeros(1, 3, 4))]:
+        import tinytorch as tt
+        with pytest.raises(Exception) as want:
+            call(torch, torch.nn.functional)
+        with pytest.raises(Exception) as got:
+            call(tt, tt.nn.functional)
+        assert type(got.value) is type(want.value)

@@ -270,7 +270,7 @@ def make_class(root, port):
         learners[student] = {name: first(release(), code)}
     for student, (body, code) in FORGE_ATTACKS.items():
         learners[student] = {name: first(stubs(release(), body), code)}
-    learners["star-import"] = {name: first(release(), "from tinytorch.tensor import *")}
+    learners["star-import"] = {name: first(release(), "from tinytorch.tensor_base import *")}
     for student, code in ESCAPES.items():
         learners[student] = {name: first(solution(), code.replace("PORT", str(port)))}
     learners["setuid"]["rootid"] = Path(shutil.which("id")).read_bytes()
@@ -327,7 +327,7 @@ def _kernel_trouble(solution, release, name):
         "kernelspec": {name: kernelspec},
         "own-package": {name: after(solution(), "import tinytorch\nprint('FROM', tinytorch.__file__)"),
                         "tinytorch/__init__.py": b"SHADOWED = True\n",
-                        "tinytorch/tensor.py": b"SHADOWED = True\n"},
+                        "tinytorch/tensor_base.py": b"SHADOWED = True\n"},
     }
 
 
@@ -528,7 +528,7 @@ def test_forged_visible_checks_are_flagged(graded):
 
 def test_the_answer_being_graded_cannot_be_imported(graded):
     assert entry(graded, "star-import")["score"] == 0
-    assert "No module named 'tinytorch.tensor'" in executed_text(graded, "star-import")
+    assert "No module named 'tinytorch.tensor_base'" in executed_text(graded, "star-import")
 
 
 @pytest.mark.parametrize("student, reason", [

@@ -383,7 +383,7 @@ def test_a_class_round_trip_on_the_hub(hub, browser):
     # Neither the instructor's course nor the course folder is open to a learner, nor the course's code.
     assert learned.count("Permission denied") == 2, learned
     assert "No module named 'tinytorch_course'" in learned, learned
-    assert (workspace / "tinytorch" / "tensor.py").is_file(), "./learn export wrote the learner's package"
+    assert (workspace / "tinytorch" / "tensor_base.py").is_file(), "./learn export wrote the learner's package"
     shot(ada, "2-learner-learn-check")
     assignments_tab(ada)
     fetched = assignment_item(ada, "fetched", MODULE)

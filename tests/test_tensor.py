@@ -1,9 +1,9 @@
-"""Module 01's package (tinytorch.tensor) against numpy, on hypothesis-generated shapes and layouts."""
+"""Module 01's package (tinytorch.tensor_base) against numpy, on hypothesis-generated shapes and layouts."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tinytorch import tensor as tt
+from tinytorch import tensor_base as tt
 from tinytorch.testing import assert_raises
 
 settings.register_profile("tinytorch", max_examples=60, deadline=None)

@@ -9,7 +9,7 @@ import pytest
 
 import tinytorch.nn as nn
 from tinytorch.autograd import Tensor
-from tinytorch.tensor import Generator
+from tinytorch.tensor_base import Generator
 from tinytorch import data, optim
 from tinytorch.training import train_digits, save_checkpoint, load_checkpoint, confusion_matrix
 

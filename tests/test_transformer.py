@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from tinytorch.autograd import Tensor, gradcheck
 from tinytorch.nn import Parameter
-from tinytorch.tensor import Generator, manual_seed
+from tinytorch.tensor_base import Generator, manual_seed
 from tinytorch.transformer import (GPT, BPETokenizer, CharTokenizer, KVCache, TransformerBlock, generate,
                                    python_corpus, train_gpt, unigram_loss)
 

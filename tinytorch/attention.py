@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from .autograd import Function, Tensor, no_grad, unbroadcast, _view_of
-from .nn import Module, Linear, Embedding, Dropout, Parameter, _rng
+from .autograd import Function, Tensor, no_grad, unbroadcast, _view_of, is_grad_enabled
+from .nn import Module, Linear, Embedding, Dropout, Parameter, _rng, softmax
 
 # %% ../modules/06_attention/06_attention.ipynb #7b1ad77f
 def _as_numpy(x):
@@ -20,7 +20,8 @@ def _as_numpy(x):
 def attention_bias(L, S, attn_mask=None, is_causal=False, dtype=np.float32):
     """The additive bias (0 = attend, -inf = masked) for `L` queries and `S` keys, or None."""
     if attn_mask is not None and is_causal:
-        raise ValueError("pass either attn_mask or is_causal=True, not both")
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                           "is_causal=True (pass either attn_mask or is_causal=True, not both)")
     ### BEGIN SOLUTION
     if is_causal:
         allowed = np.arange(S)[None, :] <= np.arange(L)[:, None]
@@ -91,6 +92,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
     `attn_mask`: boolean (True = may attend) or float (added to the scores), broadcasting against
     (..., L, S); `is_causal`: query i sees keys j <= i; `dropout_p`: dropout on the weights.
     """
+    _check_attention(query, key, value, attn_mask)
     L, S = query.shape[-2], key.shape[-2]
     dtype = query.numpy().dtype
     bias = attention_bias(L, S, attn_mask, is_causal, dtype)
@@ -100,7 +102,36 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
         shape = np.broadcast_shapes(query.shape[:-1], key.shape[:-2] + (1,)) + (S,)
         keep = _rng(generator).random(shape) >= dropout_p
         mask = keep.astype(dtype) * dtype.type(1 / (1 - dropout_p))
+    if isinstance(attn_mask, Tensor) and attn_mask.requires_grad and is_grad_enabled():
+        # a float mask that needs its gradient: the same formula from recorded operations
+        weights = softmax(query.matmul(key.transpose(-2, -1)) * scale + attn_mask, -1)
+        weights = weights if mask is None else weights * Tensor._from_array(mask)
+        return weights.matmul(value)
     return AttentionFunction.apply(query, key, value, bias, scale, mask)
+
+
+_TORCH_NAMES = {"float32": "float", "float64": "double"}
+
+
+def _check_attention(query, key, value, attn_mask):
+    """PyTorch's errors, naming the shapes, for inputs that attention cannot combine."""
+    shapes = f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
+    if not query.dtype is key.dtype is value.dtype:
+        names = [_TORCH_NAMES.get(t.dtype.name, t.dtype.name) for t in (query, key, value)]
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{names[0]} key.dtype: {names[1]} and value.dtype: {names[2]} instead.")
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise RuntimeError(f"query, key and value need at least 2 dimensions (..., L or S, E); got {shapes}")
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"query and key need the same embedding size (last dimension), key and value the "
+                           f"same number S of positions (dimension -2); got {shapes}")
+    try:
+        batch = np.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+        if attn_mask is not None:
+            np.broadcast_shapes(np.shape(_as_numpy(attn_mask)), batch + (query.shape[-2], key.shape[-2]))
+    except ValueError:
+        mask = "" if attn_mask is None else f", attn_mask {np.shape(_as_numpy(attn_mask))}"
+        raise RuntimeError(f"the batch dimensions of {shapes}{mask} do not broadcast against (..., L, S)") from None
 
 
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):

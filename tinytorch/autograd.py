@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from .tensor import DTYPES, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
+from .tensor_base import DTYPES, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
 
 _FLOAT_DTYPES = frozenset(d.numpy_dtype for d in DTYPES if d.is_floating_point)  # those that carry gradients

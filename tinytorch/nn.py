@@ -7,6 +7,7 @@ __all__ = ['LoadResult', 'functional', 'init', 'Parameter', 'Module', 'Sequentia
            'TanhFunction', 'SigmoidFunction', 'SiLUFunction', 'relu', 'tanh', 'sigmoid', 'silu', 'GELUFunction', 'gelu',
            'SoftmaxFunction', 'LogSoftmaxFunction', 'softmax', 'log_softmax', 'CrossEntropyFunction', 'cross_entropy',
            'MSELossFunction', 'BCEWithLogitsFunction', 'mse_loss', 'binary_cross_entropy_with_logits',
+           'NLLLossFunction', 'nll_loss', 'one_hot', 'PadFunction', 'pad', 'CrossEntropyLoss', 'MSELoss', 'Flatten',
            'LayerNormFunction', 'layer_norm', 'LayerNorm', 'DropoutFunction', 'dropout', 'Dropout', 'ReLU', 'Tanh',
            'Sigmoid', 'SiLU', 'GELU', 'Softmax', 'LogSoftmax', 'gelu_composite']
 
@@ -19,8 +20,11 @@ from collections import namedtuple
 
 import numpy as np
 
-from .tensor import Tensor as BaseTensor, default_generator
+from .tensor_base import Tensor as BaseTensor, default_generator
 from .autograd import Function, Tensor, as_array, no_grad
+from .strides import wrap_dim
+from . import _later_attribute
+
 
 # %% ../modules/04_layers/04_layers.ipynb #703915dd
 class Parameter(Tensor):
@@ -76,6 +80,7 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_buffers", {})  # name -> persistent (in the state dict)
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -99,6 +104,7 @@ class Module:
     def __delattr__(self, name):
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
+        self._buffers.pop(name, None)
         object.__delattr__(self, name)
 
     def forward(self, *args, **kwargs):
@@ -112,6 +118,35 @@ class Module:
 
     def add_module(self, name, module):
         setattr(self, name, module)
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """A tensor the module keeps (a mask, running statistics) that is not a parameter: no
+        optimizer sees it; it is in `state_dict` unless `persistent=False` (given)."""
+        if tensor is not None and not isinstance(tensor, BaseTensor):
+            raise TypeError(f"cannot assign {type(tensor).__name__} as buffer {name!r} (a Tensor or None is required)")
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        self._buffers[name] = persistent
+        object.__setattr__(self, name, tensor)
+
+    def named_buffers(self, prefix="", persistent_only=False):
+        """Yield (name, buffer) for every buffer of the tree (given)."""
+        for module_name, module in self.named_modules(prefix):
+            for name, persistent in module._buffers.items():
+                value = module.__dict__.get(name)
+                if value is not None and (persistent or not persistent_only):
+                    yield _join(module_name, name), value
+
+    def buffers(self):
+        for _, b in self.named_buffers():
+            yield b
+
+    def apply(self, fn):
+        """Call `fn` on every submodule (children first), then on this module; returns self (given)."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
 
     def named_modules(self, prefix=""):
         """Yield (name, module) for this module and every submodule, depth first, each object once."""
@@ -185,13 +220,19 @@ class Module:
         return f"{type(self).__name__}(\n  " + "\n  ".join(body) + "\n)"
 
     def state_dict(self):
-        """The parameters by name (`named_parameters` order), each detached."""
+        """`state`: the parameters by name (`named_parameters` order), each detached; the given last
+        line adds the buffers."""
         ### BEGIN SOLUTION
-        return {name: p.detach() for name, p in self.named_parameters()}
+        state = {name: p.detach() for name, p in self.named_parameters()}
         ### END SOLUTION
+        return {**state, **{name: b.detach() for name, b in self.named_buffers(persistent_only=True)}}
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy the values of `state_dict` into the parameters (see the text). Returns a LoadResult."""
+        buffers = dict(self.named_buffers(persistent_only=True))  # given: the buffers load here
+        for name in buffers.keys() & state_dict.keys():
+            _write(buffers[name], state_dict[name])
+        state_dict = {name: value for name, value in state_dict.items() if name not in buffers}
         ### BEGIN SOLUTION
         own = dict(self.named_parameters())
         missing = [name for name in own if name not in state_dict]
@@ -306,10 +347,27 @@ class ModuleDict(Module):
         return self._modules.items()
 
 # %% ../modules/04_layers/04_layers.ipynb #2b2c7b95
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "int32": "Int", "int64": "Long", "bool": "Bool"}
+
+
+def _check_linear(x, weight):
+    """PyTorch's errors for `x @ weight.T` (given): mismatched dtypes or inner sizes."""
+    if x.dtype is not weight.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_TORCH_NAMES[x.dtype.name]} "
+                           f"and {_TORCH_NAMES[weight.dtype.name]} (input {x.dtype.name}, weight "
+                           f"{weight.dtype.name}: cast one with .to())")
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        rows = math.prod(x.shape[:-1])
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1] if x.ndim else 1} and "
+                           f"{'x'.join(map(str, weight.shape[::-1]))}) (input {tuple(x.shape)}, weight "
+                           f"{tuple(weight.shape)} = (out_features, in_features))")
+
+
 class LinearFunction(Function):
     @staticmethod
     def forward(ctx, x, weight, bias=None):
         """`x @ weight.T + bias` with x of shape (..., in), weight (out, in), bias (out,) or None."""
+        _check_linear(x, weight)
         ### BEGIN SOLUTION
         xa, w = x.numpy(), weight.numpy()
         out = xa.reshape(-1, xa.shape[-1]) @ w.T
@@ -433,7 +491,8 @@ class Linear(Module):
 def _index_array(indices):
     array = np.asarray(as_array(indices))
     if array.dtype.kind not in "iu":
-        raise TypeError(f"embedding indices must be integers, got {array.dtype}")
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
+                           f"types: Long, Int; but got {array.dtype} (embedding indices must be integers)")
     return array
 
 
@@ -441,6 +500,10 @@ class EmbeddingFunction(Function):
     @staticmethod
     def forward(ctx, weight, indices):
         index = _index_array(indices)
+        if index.size and (index.min() < 0 or index.max() >= weight.shape[0]):
+            bad = index[(index < 0) | (index >= weight.shape[0])].flat[0]
+            raise IndexError(f"index out of range in self (index {bad} of an embedding of "
+                             f"{weight.shape[0]} rows: indices must be in [0, {weight.shape[0]}))")
         ctx.index, ctx.num = index, weight.shape[0]
         return Tensor._from_array(weight.numpy()[index])
 
@@ -448,7 +511,7 @@ class EmbeddingFunction(Function):
     def backward(ctx, grad):
         """Each used row gets the sum of its rows of `grad` (sorted once, then summed in runs)."""
         grad_w = np.zeros((ctx.num,) + grad.shape[ctx.index.ndim:], dtype=grad.dtype)
-        index = ctx.index.reshape(-1) % ctx.num  # row -1 is row num - 1
+        index = ctx.index.reshape(-1)
         if index.size:
             rows = grad.reshape((index.size,) + grad_w.shape[1:])
             order = np.argsort(index, kind="stable")
@@ -607,6 +670,7 @@ class SoftmaxFunction(Function):
     @staticmethod
     def forward(ctx, x, dim):
         """exp(x) / sum(exp(x)) along `dim`, computed stably."""
+        dim = wrap_dim(dim, x.ndim)  # given: IndexError for a dim out of range
         ### BEGIN SOLUTION
         a = x.numpy()
         e = np.exp(a - a.max(axis=dim, keepdims=True))
@@ -626,6 +690,7 @@ class LogSoftmaxFunction(Function):
     @staticmethod
     def forward(ctx, x, dim):
         """log(softmax(x)) along `dim`, computed stably."""
+        dim = wrap_dim(dim, x.ndim)  # given: IndexError for a dim out of range
         ### BEGIN SOLUTION
         a = x.numpy()
         shifted = a - a.max(axis=dim, keepdims=True)
@@ -658,6 +723,14 @@ class CrossEntropyFunction(Function):
         if x.ndim != 2 or y.shape != x.shape[:1]:
             raise ValueError(f"cross_entropy expects logits (N, C) and targets (N,), got "
                              f"{x.shape} and {y.shape}")
+        if y.dtype.kind not in "iu":
+            raise RuntimeError(f"expected target dtype to be Long, but got {y.dtype} targets of shape {y.shape}"
+                               f" (class indices are integers; class probabilities are floats of the "
+                               f"logits' shape {x.shape})")
+        outside = (y != ignore_index) & ((y < 0) | (y >= x.shape[1]))
+        if outside.any():
+            raise IndexError(f"Target {y[outside][0]} is out of bounds. (classes are 0..{x.shape[1] - 1}; "
+                             f"ignore_index is {ignore_index})")
         ### BEGIN SOLUTION
         n, c = x.shape
         keep = y != ignore_index
@@ -704,8 +777,23 @@ class CrossEntropyFunction(Function):
         ### END SOLUTION
 
 
+def _probabilities_cross_entropy(logits, probs, label_smoothing, reduction):
+    """-sum(probs * log_softmax(logits)) per row, recorded op by op (given)."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    probs = probs if isinstance(probs, Tensor) else Tensor.tensor(probs, dtype=logits.dtype)
+    if label_smoothing:
+        probs = probs * (1 - label_smoothing) + label_smoothing / logits.shape[1]
+    rows = -(LogSoftmaxFunction.apply(logits, 1) * probs).sum(dim=1)
+    return rows if reduction == "none" else rows.sum() if reduction == "sum" else rows.mean()
+
+
 def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
-    """Cross-entropy from logits and class indices (like `torch.nn.functional.cross_entropy`)."""
+    """Cross-entropy from logits and class indices (like `torch.nn.functional.cross_entropy`);
+    float targets of the logits' shape are class probabilities, as in PyTorch."""
+    y = as_array(targets)
+    if np.asarray(y).dtype.kind == "f" and np.shape(y) == tuple(logits.shape):
+        return _probabilities_cross_entropy(logits, targets, label_smoothing, reduction)
     return CrossEntropyFunction.apply(logits, targets, ignore_index, label_smoothing, reduction)
 
 # %% ../modules/04_layers/04_layers.ipynb #75098782
@@ -760,6 +848,113 @@ def mse_loss(input, target, reduction="mean"):
 def binary_cross_entropy_with_logits(input, target, reduction="mean"):
     """Binary cross-entropy of sigmoid(input) against `target`, computed stably from the logits."""
     return BCEWithLogitsFunction.apply(input, target, reduction)
+
+# %% ../modules/04_layers/04_layers.ipynb #c2b1fcb2
+class NLLLossFunction(Function):
+    @staticmethod
+    def forward(ctx, logp, targets, ignore_index=-100, reduction="mean"):
+        x, y = logp.numpy(), np.asarray(as_array(targets))
+        if x.ndim != 2 or y.shape != x.shape[:1]:
+            raise ValueError(f"nll_loss expects input (N, C) and targets (N,), got {x.shape} and {y.shape}")
+        if y.dtype.kind not in "iu":
+            raise RuntimeError(f"expected target dtype to be Long, but got {y.dtype}")
+        keep = y != ignore_index
+        if (keep & ((y < 0) | (y >= x.shape[1]))).any():
+            raise IndexError(f"Target {y[keep & ((y < 0) | (y >= x.shape[1]))][0]} is out of bounds.")
+        safe = np.where(keep, y, 0)
+        rows = np.where(keep, -x[np.arange(len(y)), safe], 0).astype(x.dtype)
+        ctx.shape, ctx.safe, ctx.keep, ctx.reduction = x.shape, safe, keep, reduction
+        if reduction == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):  # every row ignored: nan, as PyTorch
+                return Tensor._from_array(np.asarray(rows.sum() / x.dtype.type(keep.sum()), dtype=x.dtype))
+        return Tensor._from_array(_reduce(rows, reduction))
+
+    @staticmethod
+    def backward(ctx, grad):
+        d = np.zeros(ctx.shape, grad.dtype)
+        scale = grad if ctx.reduction != "mean" else grad / max(int(ctx.keep.sum()), 1)
+        d[np.arange(ctx.shape[0]), ctx.safe] = -np.where(ctx.keep, scale, 0)
+        return d, None, None, None
+
+
+def nll_loss(input, target, ignore_index=-100, reduction="mean"):
+    """The loss on log-probabilities: -input[i, target[i]], averaged (like `torch.nn.functional.nll_loss`)."""
+    return NLLLossFunction.apply(input, target, ignore_index, reduction)
+
+
+def one_hot(tensor, num_classes=-1):
+    """(..., num_classes) int64 rows with a 1 at each index (like `torch.nn.functional.one_hot`)."""
+    index = np.asarray(as_array(tensor))
+    if index.dtype.kind not in "iu":
+        raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor (got {index.dtype})")
+    n = int(index.max()) + 1 if num_classes == -1 and index.size else max(num_classes, 0)
+    if index.size and (index.min() < 0 or index.max() >= n):
+        raise RuntimeError(f"Class values must be smaller than num_classes ({n}) and not negative")
+    return Tensor._from_array((index[..., None] == np.arange(n)).astype(np.int64))
+
+
+class PadFunction(Function):
+    @staticmethod
+    def forward(ctx, x, pad, value):
+        widths = [(0, 0)] * (x.ndim - len(pad) // 2) + [tuple(pad[i:i + 2]) for i in range(len(pad) - 2, -1, -2)]
+        a = x.numpy()
+        cut = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(widths, a.shape))
+        grow = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+        ctx.shape, ctx.cut, ctx.grow = a.shape, cut, grow
+        return Tensor._from_array(np.pad(a[cut], grow, constant_values=value))
+
+    @staticmethod
+    def backward(ctx, grad):
+        inner = grad[tuple(slice(lo, n - hi) for (lo, hi), n in zip(ctx.grow, grad.shape))]
+        full = np.zeros(ctx.shape, grad.dtype)  # negative pads crop: 0 there
+        full[ctx.cut] = inner
+        return full, None, None
+
+
+def pad(input, pad, mode="constant", value=0.0):
+    """Pad the last `len(pad) // 2` dimensions, last first: (left, right, top, bottom, ...)."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad mode {mode!r}: only 'constant' is implemented")
+    if len(pad) % 2:
+        raise RuntimeError(f"Padding length must be divisible by 2, got {len(pad)}")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension "
+                           f"but got padding length {len(pad)} and input of dimension {input.ndim}")
+    return PadFunction.apply(input, tuple(int(p) for p in pad), value)
+
+
+class CrossEntropyLoss(Module):
+    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__()
+        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+
+    def forward(self, input, target):
+        return cross_entropy(input, target, self.ignore_index, self.label_smoothing, self.reduction)
+
+
+class MSELoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return mse_loss(input, target, self.reduction)
+
+
+class Flatten(Module):
+    """Dimensions start_dim..end_dim merged into one (default: all but the batch dimension)."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        start, end = wrap_dim(self.start_dim, x.ndim), wrap_dim(self.end_dim, x.ndim)
+        return x.reshape(*x.shape[:start], -1, *x.shape[end + 1:]) if x.ndim else x.reshape(1)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
 
 # %% ../modules/04_layers/04_layers.ipynb #1b8932a6
 class LayerNormFunction(Function):
@@ -931,6 +1126,9 @@ def _namespace(name, doc, members):
 
 functional = _namespace("functional", "Functional forms of the layers, activations and losses.", [
     linear, embedding, relu, tanh, sigmoid, silu, gelu, softmax, log_softmax, layer_norm, dropout,
-    cross_entropy, mse_loss, binary_cross_entropy_with_logits])
+    cross_entropy, mse_loss, binary_cross_entropy_with_logits, nll_loss, one_hot, pad])
+# Names of later notebooks (nn.Conv2d, F.scaled_dot_product_attention, ...): see tinytorch/__init__.py
+__getattr__ = _later_attribute("nn")
+functional.__getattr__ = _later_attribute("nn.functional")
 init = _namespace("init", "Initialisers that fill a tensor in place, as torch.nn.init does.", [
     calculate_gain, uniform_, normal_, constant_, zeros_, ones_, kaiming_uniform_, xavier_uniform_])

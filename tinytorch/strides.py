@@ -14,8 +14,8 @@ import warnings
 
 import numpy as np
 
-from .tensor import as_dtype, bool_, contiguous_strides, int64, plot_layout, result_type, _size_arg
-from .tensor import Tensor as BaseTensor
+from .tensor_base import as_dtype, bool_, contiguous_strides, int64, plot_layout, result_type, _size_arg
+from .tensor_base import Tensor as BaseTensor
 
 # %% ../modules/02_strides/02_strides.ipynb #c78fc00e
 def is_contiguous_layout(shape, strides):

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from .tensor import default_generator
+from .tensor_base import default_generator
 from .autograd import Tensor, no_grad
 from . import nn
 from .nn import functional as F
@@ -477,7 +477,7 @@ def _one_blas_thread():
 
 def train_digits(epochs=40, batch_size=64, lr=3e-3, weight_decay=1e-2, seed=0, progress=True):
     """Train the digits MLP; returns a dict: model, history, test_accuracy, seconds, predictions, ..."""
-    from tinytorch.tensor import Generator, manual_seed
+    from tinytorch.tensor_base import Generator, manual_seed
 
     started = time.perf_counter()
     manual_seed(seed)

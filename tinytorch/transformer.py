@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .tensor import default_generator
+from .tensor_base import default_generator
 from .autograd import Tensor, no_grad
 from .nn import Module, ModuleList, Linear, LayerNorm, Embedding, Dropout, GELU, _rng
 from .nn import functional as F, init

@@ -94,7 +94,7 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
     import json
     import numpy as np
     from threadpoolctl import threadpool_limits
-    from tinytorch.tensor import manual_seed
+    from tinytorch.tensor_base import manual_seed
     from tinytorch.transformer import GPT, get_batch, unigram_loss
 
     from .torch_gpt import describe_blas

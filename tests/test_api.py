@@ -1,0 +1,166 @@
+"""`import tinytorch as tt`: PyTorch's top level, lazily, in the whole package and in a learner's package
+that holds only the modules exported so far (tinytorch/__init__.py); the same rule for names of later
+notebooks in tinytorch.nn and tinytorch.nn.functional."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from tinytorch_course.sandbox import package_owners
+from tinytorch_course.workspace import hand_written
+
+NOTEBOOK_MODULES = ["tensor_base", "strides", "autograd", "nn", "training", "attention", "transformer"]
+
+
+def package_until(tmp_path, module_id, modidx=True):
+    """A copy of the package as a learner has it once every notebook before `module_id` is exported
+    (hand-written modules included; `_modidx.py`, nbdev's index of the course, only if `modidx`)."""
+    later = {name for name, owner in package_owners(REPO).items() if owner >= module_id}
+    for path in (REPO / "tinytorch").rglob("*.py"):
+        dotted = path.relative_to(REPO / "tinytorch").with_suffix("").as_posix().replace("/", ".")
+        if dotted in later or "__pycache__" in path.parts or (path.name == "_modidx.py" and not modidx):
+            continue
+        target = tmp_path / "tinytorch" / path.relative_to(REPO / "tinytorch")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return tmp_path
+
+
+def run(root, code):
+    """Run `code` in a fresh Python on the package under `root`; its printed JSON."""
+    done = subprocess.run([sys.executable, "-c", "import json\n" + code], cwd=root, capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(root)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def error_of(root, expression):
+    """(class name, message) of the error that `expression` raises, or None."""
+    return run(root, f"""
+import tinytorch as tt
+try:
+    {expression}
+    print(json.dumps(None))
+except Exception as e:
+    print(json.dumps([type(e).__name__, str(e)]))
+""")
+
+
+def test_import_is_lazy_and_gives_torch_top_level():
+    out = run(REPO, """
+import sys
+import tinytorch as tt
+eager = sorted(m for m in sys.modules if m.startswith('tinytorch.'))
+import tinytorch.autograd as ag, tinytorch.tensor_base as tb, tinytorch.nn as nn, tinytorch.training as tr
+x = tt.tensor([1.0, 2.0], requires_grad=True)
+(x * x).sum().backward()
+with tt.no_grad():
+    y = x * 2
+print(json.dumps({
+    "eager": eager, "tensor": tt.tensor is ag.tensor, "Tensor": tt.Tensor is ag.Tensor,
+    "grad": x.grad.tolist(), "no_grad": y.requires_grad, "float32": tt.float32 is tb.float32,
+    "int64": tt.int64 is tb.int64, "manual_seed": tt.manual_seed is tb.manual_seed,
+    "zeros": tt.zeros(2, 3).shape == (2, 3) and type(tt.zeros(2)) is ag.Tensor,
+    "nn": tt.nn is nn, "F": tt.nn.functional is nn.functional, "relu": tt.nn.functional.relu is nn.relu,
+    "optim": tt.optim.AdamW is tr.AdamW, "data": tt.utils.data.DataLoader is tr.DataLoader,
+    "sdpa": tt.nn.functional.scaled_dot_product_attention is __import__('tinytorch.attention').attention.scaled_dot_product_attention,
+}))
+""")
+    assert out.pop("eager") == []
+    assert out.pop("grad") == [2.0, 4.0]
+    assert out.pop("no_grad") is False
+    assert all(out.values()), out
+
+
+def test_every_public_name_resolves_to_the_latest_module_that_defines_it():
+    out = run(REPO, f"""
+import ast, importlib, re
+import tinytorch as tt
+names = set(dir(tt))
+checked, wrong, missing = 0, [], []
+owner = {{}}
+for module in {NOTEBOOK_MODULES!r}:
+    for name in importlib.import_module('tinytorch.' + module).__all__:
+        owner[name] = module
+for name, module in owner.items():
+    checked += 1
+    if name not in names:
+        missing.append(name)
+    if getattr(tt, name) is not getattr(importlib.import_module('tinytorch.' + module), name):
+        wrong.append((name, module))
+print(json.dumps([checked, wrong, missing, sorted(set(['nn', 'optim', 'utils', 'data', 'testing']) - names)]))
+""")
+    checked, wrong, missing, modules = out
+    assert checked > 200 and wrong == [] and missing == [] and modules == []
+
+
+def test_unknown_names_raise_attribute_error():
+    kind, message = error_of(REPO, "tt.no_such_op")
+    assert kind == "AttributeError" and "no_such_op" in message
+    assert run(REPO, "import tinytorch as tt; print(json.dumps([hasattr(tt, 'no_such_op'), hasattr(tt, '__wrapped__')]))") \
+        == [False, False]
+
+
+@pytest.mark.parametrize("modidx", [True, False])
+def test_learner_package_after_module_02(tmp_path, modidx):
+    root = package_until(tmp_path, "03_autograd", modidx)
+    out = run(root, """
+import sys
+import tinytorch as tt, tinytorch.strides as s
+t = tt.tensor([[1, 2], [3, 4]])
+print(json.dumps([tt.tensor is s.tensor, tt.Tensor is s.Tensor, t.T.tolist(), 'autograd' in sys.modules]))
+""")
+    assert out == [True, True, [[1, 3], [2, 4]], False]
+    cases = [("tt.nn", "04_layers"), ("tt.optim", "05_training"), ("tt.utils.data", "05_training"),
+             ("import tinytorch.nn", "04_layers"), ("tt.Linear", "04_layers")]
+    for expression, notebook in cases[:None if modidx else -1]:  # names of functions: by nbdev's index
+        kind, message = error_of(root, expression)
+        number = notebook[:2]
+        assert f"./learn export {number}" in message and (notebook in message or not modidx), (expression, message)
+        assert kind == ("ModuleNotFoundError" if expression.startswith("import") else "AttributeError")
+    kind, message = error_of(root, "tt.no_such_op")
+    assert kind == "AttributeError" and "no_such_op" in message and "03" in message
+
+
+def test_learner_package_after_module_05(tmp_path):
+    root = package_until(tmp_path, "06_attention")
+    out = run(root, """
+import tinytorch as tt
+import tinytorch.training as tr
+print(json.dumps([tt.optim.SGD is tr.SGD, tt.utils.data.TensorDataset is tr.TensorDataset,
+                  'scaled_dot_product_attention' in dir(tt)]))
+""")
+    assert out == [True, True, False]
+    for expression in ["tt.nn.functional.scaled_dot_product_attention", "tt.scaled_dot_product_attention",
+                       "import tinytorch.nn.functional as F; F.scaled_dot_product_attention"]:
+        kind, message = error_of(root, expression)
+        assert kind == "AttributeError" and "06_attention" in message and "./learn export 06" in message, message
+
+
+@pytest.mark.parametrize("name", ["nn.Conv2d", "nn.MaxPool2d", "nn.AvgPool2d", "nn.BatchNorm2d",
+                                  "nn.functional.conv2d", "nn.functional.max_pool2d",
+                                  "nn.functional.avg_pool2d", "nn.functional.batch_norm"])
+def test_convolution_names_come_from_module_08(name):
+    if (REPO / "tinytorch" / "conv.py").is_file():
+        assert run(REPO, f"import tinytorch as tt, tinytorch.conv as c; "
+                         f"print(json.dumps(tt.{name} is c.{name.rpartition('.')[2]}))")
+    else:
+        kind, message = error_of(REPO, f"tt.{name}")
+        assert kind == "AttributeError" and "tinytorch.conv" in message and "./learn export 08" in message
+
+
+def test_unknown_names_of_nn_raise_attribute_error():
+    for expression in ["tt.nn.NoSuchLayer", "tt.nn.functional.no_such_function"]:
+        kind, message = error_of(REPO, expression)
+        assert kind == "AttributeError" and expression.rpartition(".")[2] in message
+
+
+def test_the_kit_ships_the_hand_written_package():
+    shipped = set(hand_written(REPO))
+    assert {"tinytorch/__init__.py", "tinytorch/optim.py", "tinytorch/data.py", "tinytorch/utils/__init__.py",
+            "tinytorch/utils/data.py"} <= shipped
+    assert not any((REPO / path).read_text().startswith("# AUTOGENERATED") for path in shipped)
