@@ -1,4 +1,6 @@
-"""Shared fixtures: a freshly built copy of the course, made once per test session (per worker)."""
+"""Shared fixtures: a freshly built copy of the course, made once per test session (per worker), and
+one grading cache (answer keys, reference packages) for every copy and every worker."""
+import os
 import shutil
 from pathlib import Path
 
@@ -27,3 +29,13 @@ def built_course(tmp_path_factory):
     root = copy_course(tmp_path_factory.mktemp("course"))
     build(root, log=lambda message: None)
     return root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_grading_cache(tmp_path_factory):
+    """Every course copy of the session grades with one cache: its entries are named by the digest
+    of what they are made from, so the copies (all built from this repository) share them."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "grading-cache"
+    os.environ["TINYTORCH_GRADING_CACHE"] = str(shared)
+    return shared

@@ -15,7 +15,7 @@ def execute(notebook, workdir, timeout=120):
     install_grader_kernel()
     notebook = nbformat.from_dict(notebook)
     records = verdicts.execute_recording(notebook, workdir, workdir / "records.jsonl", GRADER_KERNEL,
-                                         timeout=timeout)
+                                         timeout=timeout, shutdown_kernel="immediate")
     return notebook, records
 
 

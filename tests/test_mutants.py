@@ -29,9 +29,8 @@ def hidden_test_ids(notebook):
 
 
 @pytest.fixture(scope="session")
-def answer_keys(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("answer-keys")
-    return lambda module_id: reference(module_id, cache)
+def answer_keys(shared_grading_cache):
+    return lambda module_id: reference(module_id, shared_grading_cache / "answer-keys")
 
 
 def through_own_tests(notebook, cell_id):

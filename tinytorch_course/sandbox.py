@@ -94,8 +94,7 @@ def reference_package(root, module_id, cache_dir):
     compileall.compile_dir(staging, quiet=1)  # the kernel may not write bytecode there
     _world_readable(staging)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging.rename(target)
-    return target
+    return _publish(staging, target)
 
 
 def kernel_files(cache_dir):
@@ -113,7 +112,18 @@ def kernel_files(cache_dir):
                    env={**os.environ, "MPLCONFIGDIR": str(staging / "mpl")}, capture_output=True)
     compileall.compile_dir(staging, quiet=1)
     _world_readable(staging)
-    staging.rename(target)
+    return _publish(staging, target)
+
+
+def _publish(staging, target):
+    """Rename the finished folder `staging` to `target`; if another process published it first,
+    keep theirs (the contents are the same: the name is their digest)."""
+    try:
+        staging.rename(target)
+    except OSError:
+        if not target.is_dir():
+            raise
+        shutil.rmtree(staging)
     return target
 
 
@@ -125,7 +135,9 @@ def _world_readable(top):
 
 
 def default_cache_dir(root):
-    return Path(root) / ".grading-cache"
+    """$TINYTORCH_GRADING_CACHE, else ROOT/.grading-cache. Entries are named by the digest of what
+    they are made from, so several copies of a course may share one cache."""
+    return Path(os.environ.get("TINYTORCH_GRADING_CACHE") or Path(root) / ".grading-cache")
 
 
 def prepare(root, module_id, cache_dir):

@@ -20,6 +20,7 @@ reported as interference (the submission hid an error from nbgrader).
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 import stat
 
@@ -301,16 +302,15 @@ def reference_records(root, module_id, cache_dir, kernel_name):
         return json.loads(cache.read_text())
     cache.parent.mkdir(parents=True, exist_ok=True)
     notebook = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
-    records_path = cache.with_suffix(".records")
-    records_path.unlink(missing_ok=True)
     workdir = notebooks.notebook_path(root, "modules", module_id).parent
-    cell_records = execute_recording(notebook, workdir, records_path, kernel_name)
-    records_path.unlink()
-    errors = notebooks.error_outputs(notebook)
-    if errors:
-        raise RuntimeError(f"the answer key of {module_id} raised: {errors[:3]}")
-    found = records_by_grade_id(notebook, cell_records)
-    temporary = cache.with_suffix(".tmp")
-    temporary.write_text(json.dumps(found))
-    temporary.replace(cache)
+    # files of this process only: another process sharing the cache may be making the same key
+    with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache.parent) as scratch:
+        cell_records = execute_recording(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name)
+        errors = notebooks.error_outputs(notebook)
+        if errors:
+            raise RuntimeError(f"the answer key of {module_id} raised: {errors[:3]}")
+        found = records_by_grade_id(notebook, cell_records)
+        temporary = Path(scratch) / "key.json"
+        temporary.write_text(json.dumps(found))
+        temporary.replace(cache)
     return found
