@@ -319,3 +319,56 @@ def test_division_by_zero_is_quiet_like_module_01(requires_grad):
         np.testing.assert_array_equal((a / 0.0).numpy(), expected)
         np.testing.assert_array_equal((a / ag.zeros(3)).numpy(), expected)
         np.testing.assert_array_equal((1.0 / (a * 0.0)).numpy(), [np.inf, -np.inf, np.inf])  # 1/-0 is -inf
+
+
+# ----- issue 16: wrong results fixed, 0-d integer tensors as indices ---------------------------------
+def test_pow_gradients_at_zero_follow_pytorch():
+    """PyTorch: d(x**0)/dx is 0 even at x = 0; d(a**p)/dp is 0 where a = 0 and p >= 0."""
+    x = ag.tensor([0.0, 2.0], requires_grad=True)
+    (x ** 0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    p = ag.tensor([0.3, 0.0, 2.0, -1.0], requires_grad=True)
+    (0.0 ** p).sum().backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [0.0, 0.0, 0.0, -np.inf])
+    a, e = ag.tensor([0.0], requires_grad=True), ag.tensor([0.3], requires_grad=True)
+    (a ** e).sum().backward()
+    np.testing.assert_array_equal(e.grad.numpy(), [0.0])
+    assert np.isinf(a.grad.numpy()[0])  # 0.3 * 0 ** -0.7, as in PyTorch
+    z = ag.tensor([0.0, 1.0], requires_grad=True)
+    (z ** ag.tensor([0.0, 0.0])).sum().backward()
+    np.testing.assert_array_equal(z.grad.numpy(), [0.0, 0.0])
+
+
+def test_pow_gradients_at_zero_agree_with_torch():
+    torch = pytest.importorskip("torch")
+    bases, exps = np.array([0.0, 0.0, 0.0, 2.0, 0.5]), np.array([0.0, 0.3, 2.0, 0.0, -1.0])
+    ours = [ag.tensor(v, requires_grad=True) for v in (bases, exps)]
+    (ours[0] ** ours[1]).sum().backward()
+    theirs = [torch.tensor(v, requires_grad=True) for v in (bases, exps)]
+    (theirs[0] ** theirs[1]).sum().backward()
+    for o, t in zip(ours, theirs):
+        np.testing.assert_array_equal(o.grad.numpy(), t.grad.numpy())
+
+
+def test_int_and_index_tensor_gradient_in_pytorch_order():
+    x = leaf(arrays((2, 5, 6), 3))
+    idx = ag.tensor([0, 2, 2])
+    assert x[1, :, idx].shape == (5, 3)
+    assert ag.gradcheck(lambda t: x[1, :, idx] * t, (leaf(arrays((5, 3), 4)),))
+    assert ag.gradcheck(lambda t: t[1, :, idx] * 2.0, (x,))
+    assert ag.gradcheck(lambda t: t[(0, 1), 2], (x,))
+    v = leaf(arrays((5, 3), 5))
+    y = ag.zeros(2, 5, 6, dtype="float64") * 1.0
+    y[1, :, ag.tensor([0, 2, 4])] = v
+    (y * ag.tensor(arrays((2, 5, 6), 6))).sum().backward()
+    np.testing.assert_allclose(v.grad.numpy(), arrays((2, 5, 6), 6)[1][:, [0, 2, 4]])
+
+
+def test_zero_dim_integer_tensor_as_index_size_and_range():
+    n = ag.tensor(3)
+    assert list(range(n)) == [0, 1, 2] and [10, 20, 30, 40][n] == 40
+    assert ag.zeros(n, 2).shape == (3, 2) and ag.arange(6.0).view(n, -1).shape == (3, 2)
+    assert ag.arange(5)[n].item() == 3 and ag.arange(5)[ag.tensor(1):n].tolist() == [1, 2]
+    assert list(range(ag.tensor([2]))) == [0, 1]  # one element of any shape, as in PyTorch
+    assert_raises(TypeError, lambda: range(ag.tensor(2.0)), match="integer tensors of a single element")
+    assert_raises(TypeError, lambda: range(ag.tensor([1, 2])), match="single element")

@@ -18,6 +18,7 @@ import numpy as np
 
 from .tensor import DTYPES, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
+from .strides import _split_ints
 
 _FLOAT_DTYPES = frozenset(d.numpy_dtype for d in DTYPES if d.is_floating_point)  # those that carry gradients
 
@@ -474,7 +475,11 @@ class Tensor(BaseTensor):
     def clone(self): return Clone.apply(self)
     def to(self, dtype): return To.apply(self, dtype)
 
-    def __getitem__(self, index): return Index.apply(self, index)
+    def __getitem__(self, index):
+        split = _split_ints(index) if type(index) is tuple else None
+        if split is not None:  # PyTorch applies ints first (`x[1, :, idx]`): two recorded steps
+            return Index.apply(Index.apply(self, split[0]), split[1])
+        return Index.apply(self, index)
     def __matmul__(self, other): return self.matmul(other)
     def matmul(self, other):
         return MatMul.apply(self, other if isinstance(other, BaseTensor) else type(self).tensor(other))
@@ -669,11 +674,12 @@ class Pow(Function):
     @staticmethod
     def backward(ctx, grad):
         a, p, out = (as_array(x) for x in ctx.saved_tensors)
-        grad_a = grad * p * np.power(a, p - 1) if ctx.needs_input_grad[0] else None
-        grad_p = None
-        if ctx.needs_input_grad[1]:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                grad_p = grad * out * np.log(a)
+        grad_a = grad_p = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_input_grad[0]:  # PyTorch's rule: 0 where the exponent is 0 (x ** 0 at x = 0)
+                grad_a = np.where(np.equal(p, 0), 0.0, grad * p * np.power(a, p - 1))
+            if ctx.needs_input_grad[1]:  # and 0 where the base is 0 and the exponent >= 0 (0 ** x)
+                grad_p = np.where(np.equal(a, 0) & np.greater_equal(p, 0), 0.0, grad * out * np.log(a))
         return grad_a, grad_p
 
 
@@ -711,10 +717,13 @@ class SetItem(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        index = _numpy_index(ctx.inputs[1])
+        index = ctx.inputs[1]
         grad_x = grad.copy()
-        grad_x[index] = 0
-        return grad_x, None, grad[index]
+        grad_x[_numpy_index(index)] = 0
+        split = _split_ints(index) if type(index) is tuple else None  # as in __getitem__
+        if split is not None:
+            return grad_x, None, grad[split[0]][_numpy_index(split[1])]
+        return grad_x, None, grad[_numpy_index(index)]
 
 
 def _numpy_index(index):
