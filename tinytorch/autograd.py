@@ -10,8 +10,8 @@ __all__ = ['tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat', 'stack',
            'Contiguous', 'View', 'Reshape', 'Unsqueeze', 'Squeeze', 'Var', 'ExtremeAll', 'ExtremeDim', 'Maximum',
            'Minimum', 'Cat', 'Where', 'Triangle', 'Mul', 'Div', 'Exp', 'Log', 'grad', 'gradcheck', 'Sum', 'Mean',
            'Permute', 'Expand', 'MatMul', 'Index', 'graph_text', 'plot_graph', 'Norm', 'Clamp', 'Sin', 'Cos', 'Log2',
-           'Rsqrt', 'Piecewise', 'Remainder', 'Flip', 'Repeat', 'Gather', 'Scatter', 'Cumsum', 'Prod', 'LogSumExp',
-           'eye', 'linspace', 'rand', 'randint', 'empty', 'multinomial', 'tril', 'triu']
+           'Rsqrt', 'Piecewise', 'FloorDivide', 'Remainder', 'Flip', 'Repeat', 'Gather', 'Scatter', 'Cumsum', 'Prod',
+           'LogSumExp', 'eye', 'linspace', 'rand', 'randint', 'empty', 'multinomial', 'tril', 'triu']
 
 # %% ../modules/03_autograd/03_autograd.ipynb #84d063d7
 import collections
@@ -631,8 +631,8 @@ class Tensor(BaseTensor):
     def unbind(self, dim=0): return _unbind(self, dim)
     def norm(self, p="fro", dim=None, keepdim=False): return _norm(self, p, dim, keepdim)
 
-    def __floordiv__(self, other): return _floor_divide(self, other)
-    def __rfloordiv__(self, other): return _floor_divide(other, self)
+    def __floordiv__(self, other): return FloorDivide.apply(self, other)
+    def __rfloordiv__(self, other): return FloorDivide.apply(other, self)
     def __mod__(self, other): return Remainder.apply(self, other)
     def __rmod__(self, other): return Remainder.apply(other, self)
     def __and__(self, other): return _bitwise(self, other, np.bitwise_and)
@@ -1505,13 +1505,19 @@ def _no_int_zero(a, b, name):
         raise RuntimeError(f"ZeroDivisionError: integer {name} by zero ({dtype} operands)")
 
 
-def _floor_divide(a, b):
-    """`a // b`: floor(a / b), an integer for integers; not differentiable (no gradient flows)."""
-    _no_int_zero(a, b, "floor division")
-    with no_grad():
+class FloorDivide(Function):
+    """`a // b`: floor(a / b), an integer for integers; piecewise constant, so its gradient is 0."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _no_int_zero(a, b, "floor division")
         if isinstance(a, BaseTensor):
             return BaseTensor._quiet_binary(a, b, np.floor_divide)
         return BaseTensor._quiet_binary(b, a, np.floor_divide, reverse=True)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return np.zeros_like(grad), np.zeros_like(grad)
 
 
 class Remainder(Function):
