@@ -370,6 +370,7 @@ def test_zero_dim_integer_tensor_as_index_size_and_range():
     assert ag.zeros(n, 2).shape == (3, 2) and ag.arange(6.0).view(n, -1).shape == (3, 2)
     assert ag.arange(5)[n].item() == 3 and ag.arange(5)[ag.tensor(1):n].tolist() == [1, 2]
     assert list(range(ag.tensor([2]))) == [0, 1]  # one element of any shape, as in PyTorch
+    assert ag.zeros(2, 3).sum(ag.tensor(1)).shape == (2,) and ag.zeros(2, 3).unsqueeze(n - 1).shape == (2, 3, 1)
     assert_raises(TypeError, lambda: range(ag.tensor(2.0)), match="integer tensors of a single element")
     assert_raises(TypeError, lambda: range(ag.tensor([1, 2])), match="single element")
 

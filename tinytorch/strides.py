@@ -10,6 +10,7 @@ __all__ = ['MaxMin', 'tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat'
 import collections
 import math
 import numbers
+import operator
 import warnings
 
 import numpy as np
@@ -70,7 +71,9 @@ def wrap_dim(dim, ndim):
     """
     size = max(ndim, 1)
     if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
-        raise TypeError(f"a dimension must be an int, got {dim!r}")
+        if isinstance(dim, bool) or not hasattr(type(dim), "__index__"):
+            raise TypeError(f"a dimension must be an int, got {dim!r}")
+        dim = operator.index(dim)  # a one-element integer tensor, as in PyTorch
     if not -size <= dim < size:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-size}, {size - 1}], "
                          f"but got {dim})")
