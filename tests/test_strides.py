@@ -355,3 +355,51 @@ def test_mixed_indices_agree_with_torch(index):
     got = ts.tensor(x)[t_index]
     assert got.shape == tuple(want.shape)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+ERRORS = {  # each raises PyTorch's exception class, with the shapes, dims or dtypes in the message
+    "broadcast": (RuntimeError, lambda lib: lib.ones(2, 3) + lib.ones(4)),
+    "matmul": (RuntimeError, lambda lib: lib.ones(2, 3) @ lib.ones(2, 3)),
+    "matmul_0d": (RuntimeError, lambda lib: lib.ones(()) @ lib.ones(3)),
+    "matmul_dtypes": (RuntimeError, lambda lib: lib.ones(2, 3) @ lib.ones(3, 2, dtype=lib.float64)),
+    "permute": (RuntimeError, lambda lib: lib.ones(2, 3).permute(0, 1, 2)),
+    "permute_duplicate": (RuntimeError, lambda lib: lib.ones(2, 3).permute(1, 1)),
+    "expand": (RuntimeError, lambda lib: lib.ones(3).expand(2, 4)),
+    "cat": (RuntimeError, lambda lib: lib.cat([lib.ones(2, 3), lib.ones(2, 4)])),
+    "cat_ndim": (RuntimeError, lambda lib: lib.cat([lib.ones(2, 3), lib.ones(3)])),
+    "cat_empty": (ValueError, lambda lib: lib.cat([])),
+    "stack": (RuntimeError, lambda lib: lib.stack([lib.ones(2), lib.ones(3)])),
+    "int_negative_power": (RuntimeError, lambda lib: lib.tensor([2]) ** -1),
+    "view": (RuntimeError, lambda lib: lib.ones(4, 4).transpose(0, 1).view(16)),
+    "reshape": (RuntimeError, lambda lib: lib.ones(4).reshape(3)),
+    "dim_out_of_range": (IndexError, lambda lib: lib.ones(2).sum(3)),
+    "item": (RuntimeError, lambda lib: lib.ones(2).item()),
+    "bool": (RuntimeError, lambda lib: bool(lib.ones(2))),
+    "negate_bool": (RuntimeError, lambda lib: -lib.tensor([True])),
+    "mean_of_ints": (RuntimeError, lambda lib: lib.tensor([1]).mean()),
+    "split": (RuntimeError, lambda lib: lib.ones(3).split([1, 1])),
+    "chunk": (RuntimeError, lambda lib: lib.ones(3).chunk(0)),
+    "narrow": (RuntimeError, lambda lib: lib.ones(4).narrow(0, 3, 2)),
+    "flatten": (RuntimeError, lambda lib: lib.ones(2, 3).flatten(1, 0)),
+    "tril_1d": (RuntimeError, lambda lib: lib.ones(3).tril()),
+    "mT_1d": (RuntimeError, lambda lib: lib.ones(3).mT),
+    "where": (RuntimeError, lambda lib: lib.where(lib.ones(2), lib.ones(2), lib.ones(2))),
+    "masked_fill": (RuntimeError, lambda lib: lib.ones(2).masked_fill(lib.ones(2), 0)),
+    "repeated_dims": (RuntimeError, lambda lib: lib.ones(2, 3).sum((0, 0))),
+    "arange_step_0": (RuntimeError, lambda lib: lib.arange(0, 5, 0)),
+    "negative_size": (RuntimeError, lambda lib: lib.zeros(-1)),
+    "negative_step": (ValueError, lambda lib: lib.ones(4)[::-1]),
+    "ragged": (ValueError, lambda lib: lib.tensor([[1, 2], [3]])),
+    "index_out_of_range": (IndexError, lambda lib: lib.ones(2, 3)[lib.tensor([0, 2])]),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_errors_are_pytorchs_classes(name):
+    from tinytorch import autograd as ag
+    error_class, fn = ERRORS[name]
+    assert_raises(error_class, fn, ag)
+    with contextlib.suppress(ImportError):
+        import torch
+        with pytest.raises(error_class):
+            fn(torch)

@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from .tensor import DTYPES, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
+from .tensor import DTYPES, _new_size, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
 from .tensor import DEFAULT_FLOAT, as_dtype, bool_, default_generator, float32, float64, int32, int64, result_type
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
 from .strides import _split_ints
@@ -1506,7 +1506,8 @@ def _no_int_zero(a, b, name):
 
 
 class FloorDivide(Function):
-    """`a // b`: floor(a / b), an integer for integers; piecewise constant, so its gradient is 0."""
+    """`a // b`: floor(a / b), an integer for integers. As in PyTorch, its result requires grad but
+    backward through it is an error (use `(a / b).floor()` for a zero gradient)."""
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1517,11 +1518,13 @@ class FloorDivide(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return np.zeros_like(grad), np.zeros_like(grad)
+        raise RuntimeError("derivative for floor_divide (`//`) is not implemented, as in PyTorch; "
+                           "use (a / b).floor(), whose gradient is 0")
 
 
 class Remainder(Function):
-    """`a % b` with the sign of `b` (Python's and PyTorch's); d/da = 1, d/db = -floor(a / b)."""
+    """`a % b` with the sign of `b` (Python's and PyTorch's); d/da = 1, d/db = -floor(a / b) (PyTorch
+    has no gradient for b)."""
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1790,7 +1793,7 @@ def linspace(start, end, steps, *, dtype=None, requires_grad=False):
 def rand(*size, generator=None, dtype=None, requires_grad=False):
     """Uniform samples in [0, 1), from `generator` (default: the one `manual_seed` seeds)."""
     dtype = _float_dtype(dtype, "rand")
-    values = (generator or default_generator)._rng.random(_size_arg(size))
+    values = (generator or default_generator)._rng.random(_new_size(size))
     return Tensor._from_array(values.astype(dtype.numpy_dtype)).requires_grad_(requires_grad)
 
 
@@ -1803,7 +1806,7 @@ def randint(*args, size=None, generator=None, dtype=None):
     low, high = (0, args[0]) if len(args) == 1 else args
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    values = (generator or default_generator)._rng.integers(low, high, _size_arg((size,)))
+    values = (generator or default_generator)._rng.integers(low, high, _new_size((size,)))
     return Tensor._from_array(values.astype(as_dtype(dtype or int64).numpy_dtype))
 
 

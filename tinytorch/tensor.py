@@ -203,6 +203,14 @@ def manual_seed(seed):
     return default_generator.manual_seed(seed)
 
 
+def _new_size(size):
+    """`_size_arg(size)` for a new tensor: RuntimeError for a negative size, as in PyTorch."""
+    shape = _size_arg(size)
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: shape {shape}")
+    return shape
+
+
 def _size_arg(size):
     """Accept `f(2, 3)` as well as `f((2, 3))` and `f([2, 3])`."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
@@ -262,7 +270,7 @@ class Tensor:
     def full(cls, size, fill_value, dtype=None):
         """A tensor of `size` filled with `fill_value` (dtype inferred from it by default)."""
         dtype = as_dtype(dtype) if dtype is not None else operand_dtype(fill_value)
-        return cls._from_array(np.full(_size_arg((size,)), fill_value, dtype=dtype.numpy_dtype))
+        return cls._from_array(np.full(_new_size((size,)), fill_value, dtype=dtype.numpy_dtype))
 
     @classmethod
     def zeros(cls, *size, dtype=None):
@@ -288,7 +296,7 @@ class Tensor:
         dtype = as_dtype(dtype or DEFAULT_FLOAT)
         if not dtype.is_floating_point:
             raise RuntimeError(f"randn needs a floating-point dtype, got {dtype}")
-        return cls._from_array((generator or default_generator).normal(_size_arg(size), dtype))
+        return cls._from_array((generator or default_generator).normal(_new_size(size), dtype))
 
     # ----- layout -----------------------------------------------------------------------------
     @property
