@@ -364,3 +364,439 @@ def test_plot_graph_shows_values_and_gradients_and_no_edge_crosses_a_box(build):
         inside = [box for box in boxes if _crosses(box, start, end)]
         assert not inside, f"an edge segment {start} -> {end} passes through a box"
     plt.close(ax.figure)
+
+
+# ----- issue 16: wrong results fixed, 0-d integer tensors as indices ---------------------------------
+def test_pow_gradients_at_zero_follow_pytorch():
+    """PyTorch: d(x**0)/dx is 0 even at x = 0; d(a**p)/dp is 0 where a = 0 and p >= 0."""
+    x = ag.tensor([0.0, 2.0], requires_grad=True)
+    (x ** 0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    p = ag.tensor([0.3, 0.0, 2.0, -1.0], requires_grad=True)
+    (0.0 ** p).sum().backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [0.0, 0.0, 0.0, -np.inf])
+    a, e = ag.tensor([0.0], requires_grad=True), ag.tensor([0.3], requires_grad=True)
+    (a ** e).sum().backward()
+    np.testing.assert_array_equal(e.grad.numpy(), [0.0])
+    assert np.isinf(a.grad.numpy()[0])  # 0.3 * 0 ** -0.7, as in PyTorch
+    z = ag.tensor([0.0, 1.0], requires_grad=True)
+    (z ** ag.tensor([0.0, 0.0])).sum().backward()
+    np.testing.assert_array_equal(z.grad.numpy(), [0.0, 0.0])
+
+
+def test_pow_gradients_at_zero_agree_with_torch():
+    torch = pytest.importorskip("torch")
+    bases, exps = np.array([0.0, 0.0, 0.0, 2.0, 0.5]), np.array([0.0, 0.3, 2.0, 0.0, -1.0])
+    ours = [ag.tensor(v, requires_grad=True) for v in (bases, exps)]
+    (ours[0] ** ours[1]).sum().backward()
+    theirs = [torch.tensor(v, requires_grad=True) for v in (bases, exps)]
+    (theirs[0] ** theirs[1]).sum().backward()
+    for o, t in zip(ours, theirs):
+        np.testing.assert_array_equal(o.grad.numpy(), t.grad.numpy())
+
+
+def test_int_and_index_tensor_gradient_in_pytorch_order():
+    x = leaf(arrays((2, 5, 6), 3))
+    idx = ag.tensor([0, 2, 2])
+    assert x[1, :, idx].shape == (5, 3)
+    assert ag.gradcheck(lambda t: x[1, :, idx] * t, (leaf(arrays((5, 3), 4)),))
+    assert ag.gradcheck(lambda t: t[1, :, idx] * 2.0, (x,))
+    assert ag.gradcheck(lambda t: t[(0, 1), 2], (x,))
+    v = leaf(arrays((5, 3), 5))
+    y = ag.zeros(2, 5, 6, dtype="float64") * 1.0
+    y[1, :, ag.tensor([0, 2, 4])] = v
+    (y * ag.tensor(arrays((2, 5, 6), 6))).sum().backward()
+    np.testing.assert_allclose(v.grad.numpy(), arrays((2, 5, 6), 6)[1][:, [0, 2, 4]])
+
+
+def test_zero_dim_integer_tensor_as_index_size_and_range():
+    n = ag.tensor(3)
+    assert list(range(n)) == [0, 1, 2] and [10, 20, 30, 40][n] == 40
+    assert ag.zeros(n, 2).shape == (3, 2) and ag.arange(6.0).view(n, -1).shape == (3, 2)
+    assert ag.arange(5)[n].item() == 3 and ag.arange(5)[ag.tensor(1):n].tolist() == [1, 2]
+    assert list(range(ag.tensor([2]))) == [0, 1]  # one element of any shape, as in PyTorch
+    assert ag.zeros(2, 3).sum(ag.tensor(1)).shape == (2,) and ag.zeros(2, 3).unsqueeze(n - 1).shape == (2, 3, 1)
+    assert_raises(TypeError, lambda: range(ag.tensor(2.0)), match="integer tensors of a single element")
+    assert_raises(TypeError, lambda: range(ag.tensor([1, 2])), match="single element")
+
+
+# ----- issue 16: more ops, given at the end of notebook 03 ---------------------------------------------
+def torch_or_none():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def test_casts_type_and_data():
+    x = ag.tensor([1.5, -2.0, 0.0], requires_grad=True)
+    assert x.long().dtype.name == "int64" and x.long().tolist() == [1, -2, 0]
+    assert x.int().dtype.name == "int32" and x.bool().tolist() == [True, True, False]
+    assert x.double().dtype.name == "float64" and x.float() is not None
+    assert x.type() == "tinytorch.FloatTensor" and x.long().type() == "tinytorch.LongTensor"
+    assert x.type("torch.DoubleTensor").dtype.name == "float64" and x.type(ag.int64 if hasattr(ag, "int64")
+                                                                           else "int64").dtype.name == "int64"
+    (x.double() * 2).sum().backward()  # a cast is recorded: the gradient comes back in float32
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
+    assert x.grad.dtype.name == "float32"
+    d = x.data
+    assert not d.requires_grad and d.grad_fn is None and d.storage is x.storage
+    d[0] = 7.0  # writes through, and is not an in-place change the graph would see
+    assert x.tolist()[0] == 7.0 and x._version == 0
+    y = ag.zeros(2)
+    y.data = ag.tensor([3.0, 4.0])
+    assert y.tolist() == [3.0, 4.0]
+
+
+def test_arithmetic_methods_and_matrix_products():
+    a, b = ag.tensor([[1.0, 2.0], [3.0, 4.0]]), ag.tensor([[5.0, 6.0], [7.0, 8.0]])
+    np.testing.assert_array_equal(a.add(b, alpha=2).numpy(), a.numpy() + 2 * b.numpy())
+    np.testing.assert_array_equal(a.sub(1, alpha=2).numpy(), a.numpy() - 2)
+    np.testing.assert_array_equal(a.mul(b).numpy(), a.numpy() * b.numpy())
+    np.testing.assert_array_equal(a.div(b).numpy(), a.numpy() / b.numpy())
+    np.testing.assert_array_equal(a.pow(2).numpy(), a.numpy() ** 2)
+    assert_raises(RuntimeError, lambda: ag.tensor([1, 2]).add(1, alpha=0.5), match="alpha")
+    np.testing.assert_array_equal(a.t().numpy(), a.numpy().T)
+    assert ag.tensor([1.0, 2.0]).t().shape == (2,)
+    assert_raises(RuntimeError, lambda: ag.zeros(2, 2, 2).t(), match="<= 2 dimensions")
+    np.testing.assert_array_equal(a.mm(b).numpy(), a.numpy() @ b.numpy())
+    assert_raises(RuntimeError, lambda: ag.zeros(2).mm(a), match="mm")
+    x, y = ag.zeros(2, 3, 4) + 1, ag.zeros(2, 4, 5) + 2
+    assert x.bmm(y).shape == (2, 3, 5)
+    error = assert_raises(RuntimeError, lambda: x.bmm(ag.zeros(3, 4, 5)))
+    assert "[2, 4] but got: [3, 4]" in str(error)
+    assert ag.tensor([1.0, 2.0]).dot(ag.tensor([3.0, 4.0])).item() == 11.0
+    assert_raises(RuntimeError, lambda: ag.tensor([1.0, 2.0]).dot(ag.tensor([3.0])), match="inconsistent tensor size")
+    parts = a.unbind(1)
+    assert len(parts) == 2 and parts[1].tolist() == [2.0, 4.0]
+    w = leaf(arrays((3, 4), 1))
+    assert ag.gradcheck(lambda t: t.unbind(1)[2] * 3.0, (w,))
+    assert ag.gradcheck(lambda t: t.t().mm(t), (w,))
+    assert ag.gradcheck(lambda t: t.unsqueeze(0).bmm(t.t().unsqueeze(0)), (w,))
+
+
+def test_methods_from_module_04_and_the_error_before_it_is_exported(monkeypatch):
+    x = leaf(arrays((2, 3), 2))
+    from tinytorch import nn
+    np.testing.assert_allclose(x.relu().numpy(), np.maximum(x.numpy(), 0))
+    np.testing.assert_allclose(x.sigmoid().numpy(), 1 / (1 + np.exp(-x.numpy())))
+    np.testing.assert_allclose(x.tanh().numpy(), np.tanh(x.numpy()))
+    e = np.exp(x.numpy() - x.numpy().max(1, keepdims=True))
+    np.testing.assert_allclose(x.softmax(1).numpy(), e / e.sum(1, keepdims=True))
+    np.testing.assert_allclose(x.log_softmax(-1).numpy(), np.log(e / e.sum(1, keepdims=True)))
+    assert ag.gradcheck(lambda t: t.log_softmax(1) * t.tanh(), (x,))
+    import importlib
+    real = importlib.import_module
+
+    def missing(name, *args):
+        if name == "tinytorch.nn":
+            raise ImportError(name)
+        return real(name, *args)
+    monkeypatch.setattr(importlib, "import_module", missing)
+    error = assert_raises(RuntimeError, x.relu)
+    assert "notebook 04" in str(error) and "./learn export 04" in str(error)
+
+
+@pytest.mark.parametrize("p", [2, "fro", 1, 3, float("inf")])
+@given(shape_and_dim(), st.integers(0, 1000))
+def test_norm_against_numpy_and_gradcheck(p, case, seed):
+    shape, dim, keepdim = case
+    x = leaf(arrays(shape, seed))
+    q = 2 if p == "fro" else p
+    a = x.numpy()
+    want = np.max(np.abs(a), axis=dim, keepdims=keepdim, initial=0) if q == np.inf else \
+        np.sum(np.abs(a) ** q, axis=dim, keepdims=keepdim) ** (1 / q)
+    np.testing.assert_allclose(x.norm(p, dim, keepdim).numpy(), want, rtol=1e-10)
+    if q != np.inf:
+        assert ag.gradcheck(lambda t: t.norm(p, dim, keepdim), (x,))
+    z = ag.zeros(3, dtype="float64", requires_grad=True)
+    z.norm(p).backward()
+    np.testing.assert_array_equal(z.grad.numpy(), [0.0, 0.0, 0.0])  # PyTorch's 0 at the zero vector
+    assert_raises(RuntimeError, lambda: ag.tensor([1, 2]).norm(), match="floating point")
+
+
+def test_clamp_values_gradients_and_pytorchs_tie_rule():
+    x = ag.tensor([0.0, 0.5, 1.0, 2.0, -1.0], requires_grad=True)
+    y = x.clamp(0, 1)
+    assert y.tolist() == [0.0, 0.5, 1.0, 1.0, 0.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0]  # PyTorch: ties at a bound keep the gradient
+    a, lo = ag.tensor([0.0, 0.5, 1.0], requires_grad=True), ag.tensor([0.0, 1.0, 0.0], requires_grad=True)
+    a.clamp(lo).sum().backward()
+    assert a.grad.tolist() == [1.0, 0.0, 1.0] and lo.grad.tolist() == [0.0, 1.0, 0.0]
+    assert ag.tensor([1, 5]).clamp(0, 2.5).tolist() == [1.0, 2.5]  # PyTorch's promotion
+    assert ag.tensor([1, 5]).clamp(max=2).dtype.name == "int64"
+    assert_raises(RuntimeError, lambda: ag.tensor([1.0]).clamp(), match="At least one")
+    b = leaf(arrays((3, 4), 7))
+    lo, hi = leaf(arrays((4,), 8) - 0.5), leaf(arrays((3, 1), 9) + 0.5)
+    assert ag.gradcheck(lambda t, l, h: t.clamp(l, h), (b, lo, hi))
+    torch = torch_or_none()
+    if torch is not None:  # bounds that cross (min > max) too
+        vals = [np.array(v, dtype=np.float64) for v in ([0.0, 0.5, 1.0, 2.0, -1.0], [0.0, 1.0, 0.5, 3.0, 0.0],
+                                                        [1.0, 0.8, 0.5, 1.0, -2.0])]
+        ours = [ag.tensor(v, requires_grad=True) for v in vals]
+        theirs = [torch.tensor(v, requires_grad=True) for v in vals]
+        ours[0].clamp(ours[1], ours[2]).sum().backward()
+        theirs[0].clamp(theirs[1], theirs[2]).sum().backward()
+        for o, t in zip(ours, theirs):
+            np.testing.assert_array_equal(o.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "trunc", "sign"])
+def test_piecewise_constant_ops_have_zero_gradient(name):
+    x = ag.tensor([-1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 2.7], requires_grad=True)
+    y = getattr(x, name)()
+    np.testing.assert_array_equal(y.numpy(), getattr(np, {"round": "round"}.get(name, name))(x.numpy()))
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(7))
+    assert getattr(ag.tensor([3, -2]), name)().dtype.name == "int64"
+    assert ag.tensor([0.25, 0.35]).round(decimals=1).tolist() == pytest.approx([0.2, 0.4])
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "log2", "rsqrt"])
+@given(small_shapes, st.integers(0, 1000))
+def test_more_unary_ops_gradcheck(name, shape, seed):
+    x = leaf(arrays(shape, seed, positive=name in ("log2", "rsqrt")))
+    want = {"sin": np.sin, "cos": np.cos, "log2": np.log2, "rsqrt": lambda a: 1 / np.sqrt(a)}[name](x.numpy())
+    np.testing.assert_allclose(getattr(x, name)().numpy(), want, rtol=1e-12)
+    assert ag.gradcheck(lambda t: getattr(t, name)(), (x,))
+    assert getattr(ag.tensor([1, 4]), name)().dtype.name == "float32"
+
+
+def test_nan_inf_tests_and_operators():
+    x = ag.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+    assert x.isnan().tolist() == [False, True, False, False]
+    assert x.isinf().tolist() == [False, False, True, True] and x.isfinite().tolist() == [True, False, False, False]
+    i, f = ag.tensor([5, -5, 7]), ag.tensor([5.0, -5.0, 7.5])
+    assert (i // 2).tolist() == [2, -3, 3] and (i // 2).dtype.name == "int64"
+    assert (f // 2).tolist() == [2.0, -3.0, 3.0] and (i % 3).tolist() == [2, 1, 1] and (f % 3).tolist() == [2.0, 1.0, 1.5]
+    assert (7 // ag.tensor([2, -2])).tolist() == [3, -4] and (7 % ag.tensor([2, -2])).tolist() == [1, -1]
+    assert (i // 2.0).dtype.name == "float32"
+    assert_raises(RuntimeError, lambda: i // 0, match="ZeroDivisionError")
+    assert_raises(RuntimeError, lambda: i % ag.tensor([1, 0, 1]), match="ZeroDivisionError")
+    b, c = ag.tensor([True, False, True]), ag.tensor([True, True, False])
+    assert (b & c).tolist() == [True, False, False] and (b | c).tolist() == [True, True, True]
+    assert (b ^ c).tolist() == [False, True, True] and (~b).tolist() == [False, True, False]
+    assert (ag.tensor([6, 3]) & 5).tolist() == [4, 1] and (~ag.tensor([0, 5])).tolist() == [-1, -6]
+    assert (b & ag.tensor([1, 2, 3])).tolist() == [1, 0, 1] and (True ^ b).tolist() == [False, True, False]
+    assert_raises(NotImplementedError, lambda: f & f, match="integer and bool")
+    assert_raises(TypeError, lambda: ~f, match="integer and Boolean")
+    a, d = leaf(arrays((3, 4), 3) * 3), leaf(arrays((4,), 4, positive=True))
+    assert ag.gradcheck(lambda s, t: s % t, (a, d))
+    q = ag.tensor([5.0, 7.0], requires_grad=True) // 2
+    assert q.requires_grad  # recorded, and backward through it is PyTorch's error
+    assert_raises(RuntimeError, q.sum().backward, match="floor_divide")
+
+
+@given(shape_and_dim(), st.integers(0, 1000))
+def test_flip_repeat_cumsum_prod_logsumexp(case, seed):
+    shape, dim, _ = case
+    x = leaf(arrays(shape, seed))
+    a = x.numpy()
+    d = 0 if dim is None else dim[0] if isinstance(dim, tuple) else dim
+    np.testing.assert_array_equal(x.flip(d).numpy(), np.flip(a, d) if shape else a)
+    reps = (2,) + (1, 3)[:len(shape)] + (1,) * max(len(shape) - 2, 0)
+    np.testing.assert_array_equal(x.repeat(*reps).numpy(), np.tile(a, reps))
+    np.testing.assert_allclose(x.cumsum(d).numpy(), np.cumsum(a, axis=d) if shape else a)
+    np.testing.assert_allclose(x.prod(d).numpy(), np.prod(a, axis=d))
+    np.testing.assert_allclose(x.prod().numpy(), np.prod(a))
+    np.testing.assert_allclose(x.logsumexp(dim).numpy(), np.log(np.sum(np.exp(a), axis=dim)), rtol=1e-12)
+    for fn in (lambda t: t.flip(d), lambda t: t.repeat(*reps), lambda t: t.cumsum(d), lambda t: t.prod(d), lambda t: t.prod(),
+               lambda t: t.logsumexp(dim, keepdim=True)):
+        assert ag.gradcheck(fn, (x,))
+
+
+def test_prod_gradient_with_zeros_and_stable_logsumexp():
+    x = ag.tensor([[2.0, 0.0, 3.0], [0.0, 0.0, 4.0], [1.0, 2.0, 3.0]], dtype="float64", requires_grad=True)
+    x.prod(1).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 6.0, 0.0], [0.0, 0.0, 0.0], [6.0, 3.0, 2.0]])
+    assert ag.gradcheck(lambda t: t.prod(), (ag.tensor([1.5, 0.0, 2.0], dtype="float64", requires_grad=True),))
+    big = ag.tensor([1000.0, 1000.0, -float("inf")])
+    assert big.logsumexp(0).item() == pytest.approx(1000.0 + np.log(2.0))
+    assert ag.tensor([-float("inf")] * 2).logsumexp(0).item() == -float("inf")
+    assert ag.tensor([2, 3]).prod().dtype.name == "int64" and ag.tensor([2, 3]).prod().item() == 6
+
+
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), st.integers(0, 1000), st.data())
+def test_gather_scatter_index_select_against_numpy(shape, seed, data):
+    rng = np.random.default_rng(seed)
+    x = leaf(arrays(shape, seed))
+    d = data.draw(st.integers(0, len(shape) - 1))
+    ishape = tuple(int(rng.integers(1, n + 1)) for n in shape)
+    index = ag.tensor(rng.integers(0, shape[d], size=ishape))
+    want = np.take_along_axis(x.numpy()[tuple(slice(0, n) if k != d else slice(None) for k, n in enumerate(ishape))],
+                              index.numpy(), axis=d)
+    np.testing.assert_array_equal(x.gather(d, index).numpy(), want)
+    assert ag.gradcheck(lambda t: t.gather(d, index), (x,))
+    unique = ag.tensor(np.argsort(rng.random(shape), axis=d)[tuple(slice(0, n) for n in ishape)])  # no repeats
+    src = leaf(arrays(shape, seed + 1))
+    out = x.scatter(d, unique, src)
+    np.testing.assert_array_equal(out.numpy(), _scatter_reference(x.numpy(), d, unique.numpy(), src.numpy()))
+    assert ag.gradcheck(lambda t, s: t.scatter(d, unique, s), (x, src))
+    assert x.scatter(d, unique, value=2.5).numpy()[_grid(unique.numpy(), d)].tolist() == \
+        np.full(ishape, 2.5).tolist()
+    picks = ag.tensor(rng.integers(0, shape[d], size=3))
+    np.testing.assert_array_equal(x.index_select(d, picks).numpy(), np.take(x.numpy(), picks.numpy(), axis=d))
+    assert ag.gradcheck(lambda t: t.index_select(d, picks), (x,))
+
+
+def _grid(index, d):
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[d] = index
+    return tuple(grid)
+
+
+def _scatter_reference(a, d, index, src):
+    out = a.copy()
+    for position in np.ndindex(*index.shape):
+        target = list(position)
+        target[d] = index[position]
+        out[tuple(target)] = src[position]
+    return out
+
+
+def test_scatter_inplace_and_index_errors():
+    x = ag.zeros(2, 3)
+    x.scatter_(1, ag.tensor([[2], [0]]), ag.tensor([[5.0], [6.0]]))
+    assert x.tolist() == [[0.0, 0.0, 5.0], [6.0, 0.0, 0.0]]
+    w = ag.zeros(2, 3, requires_grad=True)
+    h = w * 1.0
+    h.scatter_(1, ag.tensor([[2], [0]]), value=1.0)
+    (h * ag.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()
+    assert w.grad.tolist() == [[1.0, 2.0, 0.0], [0.0, 5.0, 6.0]]
+    assert_raises(RuntimeError, lambda: x.gather(1, ag.tensor([[3]])), match="out of bounds for dimension 1 with size 3")
+    assert_raises(RuntimeError, lambda: x.gather(1, ag.tensor([[1.0]])), match="int64")
+    assert_raises(RuntimeError, lambda: x.gather(1, ag.tensor([1])), match="same number of dimensions")
+    assert_raises(RuntimeError, lambda: x.index_select(0, ag.tensor([[0]])), match="vector")
+
+
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple), st.integers(0, 1000), st.booleans(), st.data())
+def test_sort_argsort_topk_against_numpy(shape, seed, descending, data):
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 3, size=shape).astype(np.float64)  # many ties
+    x = ag.tensor(values, requires_grad=True)
+    d = data.draw(st.integers(-len(shape), len(shape) - 1))
+    result = x.sort(d, descending=descending)
+    key = -values if descending else values
+    order = np.argsort(key, axis=d, kind="stable")  # equal values keep their order, as PyTorch's stable sort
+    np.testing.assert_array_equal(result.indices.numpy(), order)
+    np.testing.assert_array_equal(result.values.numpy(), np.take_along_axis(values, order, axis=d))
+    values_, indices_ = result  # a tuple too
+    assert indices_ is result.indices and x.argsort(d, descending=descending).tolist() == order.tolist()
+    k = data.draw(st.integers(0, shape[d]))
+    top = x.topk(k, d, largest=not descending)
+    np.testing.assert_array_equal(np.sort(top.values.numpy(), axis=d),
+                                  np.sort(np.take(np.sort(values, axis=d), range(shape[d] - k, shape[d]) if not descending
+                                                  else range(k), axis=d), axis=d))
+    np.testing.assert_array_equal(top.values.numpy(), np.take_along_axis(values, top.indices.numpy(), axis=d))
+    assert ag.gradcheck(lambda t: t.sort(d, descending=descending).values * ag.tensor(np.arange(values.size).reshape(shape) * 1.0),
+                        (leaf(rng.standard_normal(shape)),))
+    assert_raises(RuntimeError, lambda: x.topk(shape[d] + 1, d), match="out of range")
+
+
+def test_sort_and_topk_agree_with_torch():
+    torch = pytest.importorskip("torch")
+    v = np.array([[3.0, 1.0, 3.0, float("nan"), 2.0], [0.0, 0.0, -1.0, 5.0, 5.0]])
+    for descending in (False, True):
+        ours, theirs = ag.tensor(v).sort(1, descending=descending), torch.tensor(v).sort(stable=True, dim=1, descending=descending)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
+    np.testing.assert_array_equal(ag.tensor(v[1:]).topk(2).values.numpy(), torch.tensor(v[1:]).topk(2).values.numpy())
+
+
+def test_any_all():
+    x = ag.tensor([[0.0, 1.0], [0.0, 0.0]])
+    assert x.any().item() is True and x.all().item() is False
+    assert x.any(1).tolist() == [True, False] and x.all(0, keepdim=True).tolist() == [[False, False]]
+    assert ag.tensor([True, True]).all().dtype.name == "bool"
+
+
+def test_factories():
+    np.testing.assert_array_equal(ag.eye(3).numpy(), np.eye(3, dtype=np.float32))
+    assert ag.eye(2, 3, dtype="int64").tolist() == [[1, 0, 0], [0, 1, 0]]
+    np.testing.assert_allclose(ag.linspace(0, 1, 5).numpy(), [0, 0.25, 0.5, 0.75, 1])
+    assert ag.linspace(0, 1, 5).dtype.name == "float32" and ag.linspace(2, 3, 0).shape == (0,)
+    ag.manual_seed(3) if hasattr(ag, "manual_seed") else None
+    from tinytorch.tensor_base import manual_seed, Generator
+    manual_seed(3)
+    r = ag.rand(2, 3)
+    manual_seed(3)
+    assert r.shape == (2, 3) and ag.rand(2, 3).tolist() == r.tolist() and 0 <= r.numpy().min() < r.numpy().max() < 1
+    assert ag.rand(2, generator=Generator(1), requires_grad=True).requires_grad
+    assert_raises(RuntimeError, lambda: ag.rand(2, dtype="int64"), match="floating")
+    i = ag.randint(3, 7, (1000,), generator=Generator(0))
+    assert i.dtype.name == "int64" and set(i.tolist()) == {3, 4, 5, 6}
+    assert ag.randint(5, size=(2, 2)).shape == (2, 2) and ag.randint(2, (3,)).numpy().max() < 2
+    assert_raises(RuntimeError, lambda: ag.randint(5, 5, (2,)), match="from=5 >= to=5")
+    assert ag.empty(2, 3).shape == (2, 3) and ag.empty((4,), dtype="int64").dtype.name == "int64"
+    assert ag.tril(ag.ones(3, 3)).tolist() == np.tril(np.ones((3, 3))).tolist()
+    assert ag.triu(ag.ones(2, 3), 1).tolist() == np.triu(np.ones((2, 3)), 1).tolist()
+
+
+def test_multinomial_frequencies_and_errors():
+    from tinytorch.tensor_base import Generator
+    p = ag.tensor([0.1, 0.0, 0.6, 0.3])
+    draws = ag.multinomial(p, 20000, replacement=True, generator=Generator(0))
+    assert draws.shape == (20000,) and draws.dtype.name == "int64"
+    np.testing.assert_allclose(np.bincount(draws.numpy(), minlength=4) / 20000, [0.1, 0.0, 0.6, 0.3], atol=0.015)
+    rows = ag.tensor([[1.0, 1.0, 0.0, 2.0], [0.0, 5.0, 5.0, 0.0]])
+    picks = rows.multinomial(2, generator=Generator(1))
+    assert picks.shape == (2, 2) and all(len(set(r)) == 2 for r in picks.tolist())
+    assert set(picks.tolist()[1]) == {1, 2}  # zero-probability categories are never drawn
+    again = rows.multinomial(2, generator=Generator(1))
+    assert again.tolist() == picks.tolist()  # seeded
+    firsts = np.bincount([ag.multinomial(ag.tensor([1.0, 3.0]), 1, generator=Generator(s)).item() for s in range(2000)])
+    assert abs(firsts[1] / 2000 - 0.75) < 0.04  # without replacement, the first draw follows p
+    assert_raises(RuntimeError, lambda: ag.multinomial(ag.tensor([1.0, 0.0]), 2), match="without replacement")
+    assert_raises(RuntimeError, lambda: ag.multinomial(ag.tensor([-1.0, 2.0]), 1), match="< 0")
+    assert_raises(RuntimeError, lambda: ag.multinomial(ag.zeros(2, 2, 2), 1), match="1 or 2 dim")
+
+
+def test_function_forms():
+    x = ag.tensor([[3.0, -1.0], [0.5, 2.0]])
+    assert ag.clamp(x, 0, 1).tolist() == x.clamp(0, 1).tolist()
+    assert ag.sort(x, 1).indices.tolist() == [[1, 0], [0, 1]] and ag.topk(x, 1).values.tolist() == [[3.0], [2.0]]
+    assert ag.mm(x, ag.eye(2)).tolist() == x.tolist() and ag.norm(x).item() == pytest.approx(np.sqrt(14.25))
+
+
+ORACLE_OPS = {  # name: fn(t, lib) written once for both libraries (TinyTorch's methods are PyTorch's)
+    "clamp": lambda t, lib: t.clamp(-0.5, 0.5), "floor": lambda t, lib: t.floor(), "ceil": lambda t, lib: t.ceil(),
+    "round": lambda t, lib: t.round(), "trunc": lambda t, lib: t.trunc(), "sign": lambda t, lib: t.sign(),
+    "sin": lambda t, lib: t.sin(), "cos": lambda t, lib: t.cos(), "log2": lambda t, lib: (t * t + 0.5).log2(),
+    "rsqrt": lambda t, lib: (t * t + 0.5).rsqrt(), "flip": lambda t, lib: t.flip(0, 1),
+    "repeat": lambda t, lib: t.repeat(2, 1, 3), "cumsum": lambda t, lib: t.cumsum(1),
+    "prod": lambda t, lib: t.prod(1), "prod_all": lambda t, lib: t.prod(), "logsumexp": lambda t, lib: t.logsumexp(1),
+    "norm": lambda t, lib: t.norm(), "norm1": lambda t, lib: t.norm(1, 1), "norm3": lambda t, lib: t.norm(3, 0, True),
+    "t_mm": lambda t, lib: t.t().mm(t), "bmm": lambda t, lib: t.unsqueeze(0).bmm(t.t().unsqueeze(0)),
+    "dot": lambda t, lib: t[0].dot(t[1]), "unbind": lambda t, lib: t.unbind(1)[2],
+    "gather": lambda t, lib: t.gather(1, lib.tensor([[0, 3], [2, 2], [1, 0]])),
+    "scatter": lambda t, lib: t.scatter(1, lib.tensor([[3], [0], [1]]), t[:, :1] * 2.0),
+    "index_select": lambda t, lib: t.index_select(1, lib.tensor([3, 0, 3])),
+    "sort": lambda t, lib: t.sort(1).values, "sort_desc": lambda t, lib: t.sort(0, descending=True).values,
+    "topk": lambda t, lib: t.topk(2).values, "remainder": lambda t, lib: t % 0.7,
+    "rremainder": lambda t, lib: 2.5 % (t * t + 1), "floordiv": lambda t, lib: t // 0.3, "add_alpha": lambda t, lib: t.add(t * t, alpha=2),
+    "sub_alpha": lambda t, lib: t.sub(t * t, alpha=0.5), "relu": lambda t, lib: t.relu(),
+    "sigmoid": lambda t, lib: t.sigmoid(), "tanh": lambda t, lib: t.tanh(), "softmax": lambda t, lib: t.softmax(1),
+    "log_softmax": lambda t, lib: t.log_softmax(0), "index_mixed": lambda t, lib: t[1:, lib.tensor([0, 2])][0],
+}
+
+
+@pytest.mark.parametrize("name", list(ORACLE_OPS))
+def test_more_ops_values_and_gradients_agree_with_torch(name):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(sum(map(ord, name)))
+    x = rng.standard_normal((3, 4))
+    ours, theirs = ag.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out_ours, out_theirs = ORACLE_OPS[name](ours, ag), ORACLE_OPS[name](theirs, torch)
+    np.testing.assert_allclose(out_ours.numpy() if not out_ours.requires_grad else out_ours.detach().numpy(),
+                               out_theirs.detach().numpy(), rtol=1e-12, atol=1e-12)
+    seed = rng.standard_normal(tuple(out_theirs.shape))
+    if name in ("floordiv", "rremainder"):  # PyTorch has no derivative here (TinyTorch: // neither)
+        assert_raises(RuntimeError, out_theirs.backward, torch.tensor(seed), match="not implemented")
+        if name == "floordiv":
+            assert_raises(RuntimeError, out_ours.backward, ag.tensor(seed), match="not implemented")
+        return
+    out_ours.backward(ag.tensor(seed))
+    out_theirs.backward(torch.tensor(seed))
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-12)

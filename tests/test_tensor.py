@@ -44,7 +44,7 @@ def test_contiguous_strides_match_numpy(shape):
 
 
 def test_contiguous_strides_rejects_negative_sizes():
-    assert_raises(ValueError, tt.contiguous_strides, (3, -2))
+    assert_raises(RuntimeError, tt.contiguous_strides, (3, -2))
 
 
 @given(layouts(), st.data())
@@ -165,8 +165,8 @@ def test_integer_and_bool_rules():
     i = tt.tensor([1, 2, 3])
     assert i.dtype is tt.int64 and (i / 2).dtype is tt.float32
     assert i.exp().dtype is tt.float32 and (i ** 2).dtype is tt.int64
-    assert_raises(ValueError, lambda: i ** -1, match="negative")
-    assert_raises(TypeError, lambda: -tt.tensor([True]))
+    assert_raises(RuntimeError, lambda: i ** -1, match="negative")
+    assert_raises(RuntimeError, lambda: -tt.tensor([True]))
     assert (tt.tensor([True, False]) + tt.tensor([True, True])).tolist() == [True, True]
 
 
@@ -178,7 +178,7 @@ def test_division_by_zero_gives_inf_quietly(recwarn):
 
 
 def test_shape_mismatch_names_both_shapes():
-    error = assert_raises(ValueError, lambda: tt.zeros(2, 3) + tt.zeros(3))
+    error = assert_raises(RuntimeError, lambda: tt.zeros(2, 3) + tt.zeros(3))
     assert "(2, 3)" in str(error) and "(3,)" in str(error)
     assert (tt.zeros(2, 3) + tt.tensor(1.0)).shape == (2, 3)
 
@@ -211,7 +211,7 @@ def test_randn_is_seedable_and_standard_normal():
     first = tt.randn(4)
     tt.manual_seed(5)
     assert tt.randn(4).tolist() == first.tolist()
-    assert_raises(TypeError, tt.randn, 2, dtype=tt.int64)
+    assert_raises(RuntimeError, tt.randn, 2, dtype=tt.int64)
 
 
 def test_tensor_from_data_and_dtype_errors():
@@ -234,11 +234,11 @@ def test_elements_views_and_numpy_sharing():
     t.numpy()[0, 0] = -1
     assert t[0, 0].item() == -1.0, "numpy() must share memory"
     assert t.numel() == 6 and t.dim() == 2 and t.size(1) == 3 and t.stride() == (3, 1)
-    assert_raises(ValueError, t.item)
+    assert_raises(RuntimeError, t.item)
     assert_raises(IndexError, t.__getitem__, (0,))
     assert_raises(IndexError, t.__getitem__, (2, 0))
-    assert_raises(ValueError, lambda: bool(t))
-    assert_raises(ValueError, tt.Tensor, np.zeros(4, np.float32), (2, 3))
+    assert_raises(RuntimeError, lambda: bool(t))
+    assert_raises(RuntimeError, tt.Tensor, np.zeros(4, np.float32), (2, 3))
 
 
 REPRS = [

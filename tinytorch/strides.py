@@ -10,6 +10,7 @@ __all__ = ['MaxMin', 'tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat'
 import collections
 import math
 import numbers
+import operator
 import warnings
 
 import numpy as np
@@ -70,7 +71,9 @@ def wrap_dim(dim, ndim):
     """
     size = max(ndim, 1)
     if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
-        raise TypeError(f"a dimension must be an int, got {dim!r}")
+        if isinstance(dim, bool) or not hasattr(type(dim), "__index__"):
+            raise TypeError(f"a dimension must be an int, got {dim!r}")
+        dim = operator.index(dim)  # a one-element integer tensor, as in PyTorch
     if not -size <= dim < size:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-size}, {size - 1}], "
                          f"but got {dim})")
@@ -81,16 +84,16 @@ def permute_layout(shape, strides, dims):
     """`(new_shape, new_strides)` of the view whose dimension k is the old dimension dims[k].
 
     `dims` is a tuple with one entry per dimension (negative entries allowed) that
-    names every dimension once. Raise ValueError otherwise (IndexError via `wrap_dim`
+    names every dimension once. Raise RuntimeError otherwise (IndexError via `wrap_dim`
     for an entry out of range).
     """
     if len(dims) != len(shape):
-        raise ValueError(f"permute: number of dims don't match (the tensor has {len(shape)}, "
+        raise RuntimeError(f"permute: number of dims don't match (the tensor has {len(shape)}, "
                          f"got {len(dims)} dims: {tuple(dims)})")
     ### BEGIN SOLUTION
     dims = [wrap_dim(d, len(shape)) for d in dims]
     if len(set(dims)) != len(dims):
-        raise ValueError(f"permute(): duplicate dims are not allowed, got {tuple(dims)}")
+        raise RuntimeError(f"permute(): duplicate dims are not allowed, got {tuple(dims)}")
     return tuple(shape[d] for d in dims), tuple(strides[d] for d in dims)
     ### END SOLUTION
 
@@ -192,7 +195,7 @@ def broadcast_shapes(*shapes):
     """The shape that all of `shapes` (tuples of ints) broadcast to, by PyTorch's rule.
 
     Align at the right, pad with 1s on the left; sizes must match or be 1 (a 1
-    stretches). Raise ValueError naming both shapes and the clashing dimension.
+    stretches). Raise RuntimeError naming both shapes and the clashing dimension.
     """
     so_far = ()
     for shape in shapes:
@@ -208,7 +211,7 @@ def broadcast_shapes(*shapes):
             elif x == 1:
                 combined.append(y)
             else:
-                raise ValueError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
                                  f"non-singleton dimension {k}: shapes {so_far} and {shape} "
                                  "cannot be broadcast together")
         so_far = tuple(combined)
@@ -220,11 +223,11 @@ def expand_layout(shape, strides, new_shape):
     """`(shape, strides)` of the tensor broadcast to `new_shape` (-1 keeps a size), as a view.
 
     New leading dimensions and stretched size-1 dimensions get stride 0; other
-    dimensions keep their stride. Raise ValueError when the sizes do not fit.
+    dimensions keep their stride. Raise RuntimeError when the sizes do not fit.
     """
     new_shape = tuple(new_shape)
     if len(new_shape) < len(shape):
-        raise ValueError(f"expand: the number of sizes provided ({len(new_shape)}) must be greater "
+        raise RuntimeError(f"expand: the number of sizes provided ({len(new_shape)}) must be greater "
                          f"or equal to the number of dimensions in the tensor ({len(shape)})")
     lead = len(new_shape) - len(shape)
     out_shape, out_strides = [], []
@@ -232,7 +235,7 @@ def expand_layout(shape, strides, new_shape):
         ### BEGIN SOLUTION
         if k < lead:
             if n < 0:
-                raise ValueError(f"The expanded size of the tensor ({n}) isn't allowed in a leading, "
+                raise RuntimeError(f"The expanded size of the tensor ({n}) isn't allowed in a leading, "
                                  f"non-existing dimension {k}")
             out_shape.append(n)
             out_strides.append(0)
@@ -245,7 +248,7 @@ def expand_layout(shape, strides, new_shape):
             out_shape.append(n)
             out_strides.append(0)
         else:
-            raise ValueError(f"The expanded size of the tensor ({n}) must match the existing size "
+            raise RuntimeError(f"The expanded size of the tensor ({n}) must match the existing size "
                              f"({old}) at non-singleton dimension {k}.  Target sizes: "
                              f"{list(new_shape)}.  Tensor sizes: {list(shape)}")
         ### END SOLUTION
@@ -254,7 +257,7 @@ def expand_layout(shape, strides, new_shape):
 # %% ../modules/02_strides/02_strides.ipynb #480a1fe1
 def normalize_dims(dim, ndim):
     """The dimensions a reduction over `dim` (None, an int, or a tuple/list of ints) covers,
-    as a sorted tuple of non-negative ints; () for a 0-d tensor. ValueError for repeats."""
+    as a sorted tuple of non-negative ints; () for a 0-d tensor. RuntimeError for repeats."""
     ### BEGIN SOLUTION
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(ndim))
@@ -264,7 +267,7 @@ def normalize_dims(dim, ndim):
         return ()
     for d in wrapped:
         if wrapped.count(d) > 1:
-            raise ValueError(f"dim {d} appears multiple times in the list of dims")
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return tuple(sorted(wrapped))
     ### END SOLUTION
 
@@ -297,19 +300,19 @@ def matmul_error(a_shape, b_shape):
 def matmul_shape(a_shape, b_shape):
     """The shape of `a @ b` for operands of shapes `a_shape` and `b_shape` (PyTorch's rules).
 
-    Raise ValueError for a 0-d operand (message: "both arguments to matmul need to be at
-    least 1D, but they are 0D and 1D"), ValueError(matmul_error(a_shape, b_shape)) when
+    Raise RuntimeError for a 0-d operand (message: "both arguments to matmul need to be at
+    least 1D, but they are 0D and 1D"), RuntimeError(matmul_error(a_shape, b_shape)) when
     the inner sizes differ, and broadcast_shapes' error for batch dimensions that clash.
     """
     a, b = tuple(a_shape), tuple(b_shape)
     if not a or not b:
-        raise ValueError(f"both arguments to matmul need to be at least 1D, but they are "
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                          f"{len(a)}D and {len(b)}D")
     ### BEGIN SOLUTION
     a2 = (1,) + a if len(a) == 1 else a
     b2 = b + (1,) if len(b) == 1 else b
     if a2[-1] != b2[-2]:
-        raise ValueError(matmul_error(a, b))
+        raise RuntimeError(matmul_error(a, b))
     batch = broadcast_shapes(a2[:-2], b2[:-2])
     return batch + (a2[-2],) * (len(a) > 1) + (b2[-1],) * (len(b) > 1)
     ### END SOLUTION
@@ -337,12 +340,12 @@ def split_sizes(size, split_size_or_sections):
     if isinstance(split_size_or_sections, numbers.Integral):
         step = int(split_size_or_sections)
         if step < 0 or (step == 0 and size != 0):
-            raise ValueError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
                              f"size of {size}")
         return [size] if step == 0 else [min(step, size - start) for start in range(0, size, step)] or [0]
     sections = [int(n) for n in split_size_or_sections]
     if sum(sections) != size or any(n < 0 for n in sections):
-        raise ValueError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
                          f"tensor's size at dimension), but got split_sizes={sections}")
     return sections
 
@@ -351,8 +354,36 @@ MaxMin = collections.namedtuple("MaxMin", ["values", "indices"])
 
 
 def _is_advanced(index):
-    """True if `index` (a tuple) contains a tensor, list or numpy array: advanced indexing."""
-    return any(isinstance(i, (BaseTensor, list, np.ndarray)) for i in index)
+    """True if `index` (a tuple) contains a tensor, list, tuple or numpy array: advanced indexing."""
+    return any(isinstance(i, (BaseTensor, list, tuple, np.ndarray)) for i in index)
+
+
+def _is_int(i):
+    return isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
+
+
+def _split_ints(index):
+    """`(ints, rest)` such that `t[index]` is `t[ints][rest]`, or None when the tuple `index` does not
+    mix ints with tensor or list indices. PyTorch applies int indices first, so that an int never
+    moves the dimensions of a tensor index to the front as numpy does: `x[1, :, idx]` of x (2, 5, 6)
+    and idx of 3 entries is (5, 3) in PyTorch, (3, 5) in numpy."""
+    if not (_is_advanced(index) and any(_is_int(i) for i in index)):
+        return None
+    ints, rest = [], []
+    for i in index:
+        if _is_int(i):
+            ints.append(i)
+        elif i is None:
+            ints.append(None)
+            rest.append(slice(None))
+        elif i is Ellipsis:
+            ints.append(i)
+            rest.append(i)
+        else:  # a slice or an index array: a boolean mask covers as many dimensions as it has
+            mask = np.asarray(i.numpy() if isinstance(i, BaseTensor) else i) if not isinstance(i, slice) else None
+            ints.extend([slice(None)] * (mask.ndim if mask is not None and mask.dtype == np.bool_ else 1))
+            rest.append(i)
+    return tuple(ints), tuple(rest)
 
 
 def _numpy_index(index):
@@ -423,7 +454,7 @@ class Tensor(BaseTensor):
     def mT(self):
         """The last two dimensions swapped (a batch of transposed matrices)."""
         if self.ndim < 2:
-            raise ValueError("tensor.mT is only supported on matrices or batches of matrices. "
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                              f"Got {self.ndim}-D tensor.")
         return self.transpose(-2, -1)
 
@@ -466,7 +497,7 @@ class Tensor(BaseTensor):
             return self.reshape(1)
         start, end = wrap_dim(start_dim, self.ndim), wrap_dim(end_dim, self.ndim)
         if start > end:
-            raise ValueError("flatten() has invalid args: start_dim cannot come after end_dim")
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         merged = math.prod(self.shape[start:end + 1])
         return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1:])
 
@@ -485,8 +516,8 @@ class Tensor(BaseTensor):
         """The view of `length` elements of dimension `dim` from `start` on."""
         d = wrap_dim(dim, self.ndim)
         if not (0 <= start <= self.shape[d] and 0 <= length <= self.shape[d] - start):
-            raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
-                             f"({self.shape[d]})")
+            raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
+                               f"({self.shape[d]}) of dimension {d}")
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
     # ----- indexing ---------------------------------------------------------------------------
@@ -494,7 +525,13 @@ class Tensor(BaseTensor):
         """Basic indexing (ints, slices, None, ...) is a view; tensor or list indices copy."""
         index = index if isinstance(index, tuple) else (index,)
         if _is_advanced(index):
-            return self._from_array(np.array(self.numpy()[_numpy_index(index)]))  # always a copy
+            split = _split_ints(index)
+            if split is not None:
+                return Tensor.__getitem__(Tensor.__getitem__(self, split[0]), split[1])
+            try:
+                return self._from_array(np.array(self.numpy()[_numpy_index(index)]))  # always a copy
+            except IndexError as e:  # numpy's words, PyTorch's dimension
+                raise IndexError(str(e).replace("axis", "dimension")) from None
         shape, strides, offset = basic_index_layout(self.shape, self.strides, self.offset, index)
         return self._view(shape, strides, offset)
 
@@ -504,7 +541,9 @@ class Tensor(BaseTensor):
         if isinstance(value, BaseTensor):
             value = value.numpy()
         if _is_advanced(index):
-            self.numpy()[_numpy_index(index)] = value
+            split = _split_ints(index)
+            target = self if split is None else Tensor.__getitem__(self, split[0])
+            target.numpy()[_numpy_index(index if split is None else split[1])] = value
             return
         target = self[index]
         if isinstance(value, np.ndarray) and value.shape != target.shape:
@@ -542,7 +581,7 @@ class Tensor(BaseTensor):
 
     def _needs_float(self, name):
         if not self.dtype.is_floating_point:
-            raise TypeError(f"{name}(): could not infer output dtype. Input dtype must be a floating "
+            raise RuntimeError(f"{name}(): could not infer output dtype. Input dtype must be a floating "
                             f"point dtype, got {self.dtype}")
 
     def sum(self, dim=None, keepdim=False, dtype=None):
@@ -613,7 +652,7 @@ class Tensor(BaseTensor):
                 self._make(other.storage, other.shape, other.strides, other.offset)
         shape = matmul_shape(self.shape, other.shape)
         if self.dtype is not other.dtype:
-            raise TypeError(f"expected both operands of matmul to have the same dtype, but got "
+            raise RuntimeError(f"expected both operands of matmul to have the same dtype, but got "
                             f"{self.dtype} and {other.dtype}")
         a, b = self, other
         if a.ndim > 2 or b.ndim > 2:  # broadcast the batch dimensions with stride-0 views
@@ -632,15 +671,15 @@ class Tensor(BaseTensor):
         """Join tensors along an existing dimension (sizes must match in every other one)."""
         tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors[:1])
         if not tensors:
-            raise ValueError("cat(): expected a non-empty list of Tensors")
+            raise ValueError("cat(): expected a non-empty list of Tensors")  # PyTorch's class here
         first = tensors[0]
         d = wrap_dim(dim, first.ndim)
         for k, t in enumerate(tensors):
             if t.ndim != first.ndim:
-                raise ValueError(f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
+                raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
             for j in range(first.ndim):
                 if j != d and t.shape[j] != first.shape[j]:
-                    raise ValueError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                    raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
                                      f"size {first.shape[j]} but got size {t.shape[j]} for tensor "
                                      f"number {k} in the list.")
         dtype = result_type(*tensors).numpy_dtype
@@ -650,10 +689,10 @@ class Tensor(BaseTensor):
     def stack(cls, tensors, dim=0):
         """Join equal-shaped tensors along a new dimension `dim`."""
         if not tensors:
-            raise ValueError("stack expects a non-empty TensorList")
+            raise RuntimeError("stack expects a non-empty TensorList")
         for k, t in enumerate(tensors):
             if t.shape != tensors[0].shape:
-                raise ValueError(f"stack expects each tensor to be equal size, but got "
+                raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                  f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {k}")
         d = wrap_dim(dim, tensors[0].ndim + 1)
         return cls.cat([t.unsqueeze(d) for t in tensors], d)
@@ -671,7 +710,7 @@ class Tensor(BaseTensor):
     def chunk(self, chunks, dim=0):
         """`chunks` views (or fewer) of equal size along `dim`; the last may be smaller."""
         if chunks <= 0:
-            raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         size = self.shape[wrap_dim(dim, self.ndim)]
         if size == 0:
             return tuple(self.narrow(dim, 0, 0) for _ in range(chunks))
@@ -681,7 +720,7 @@ class Tensor(BaseTensor):
     def where(cls, condition, input, other):
         """Elements of `input` where `condition` is True, else of `other` (all three broadcast)."""
         if condition.dtype is not bool_:
-            raise TypeError(f"where expected condition to be a boolean tensor, but got {condition.dtype}")
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got {condition.dtype}")
         dtype = result_type(input, other)
         operands = [x if isinstance(x, BaseTensor) else cls.tensor(x, dtype=dtype) for x in (input, other)]
         shape = broadcast_shapes(condition.shape, *(x.shape for x in operands))
@@ -693,13 +732,13 @@ class Tensor(BaseTensor):
     def masked_fill(self, mask, value):
         """A copy with `value` wherever the bool `mask` (broadcast) is True."""
         if mask.dtype is not bool_:
-            raise TypeError(f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}")
+            raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}")
         fill = value.item() if isinstance(value, BaseTensor) else value
         return type(self).where(mask, type(self).tensor(fill, dtype=self.dtype), self)
 
     def _triangle(self, keep_lower, diagonal):
         if self.ndim < 2:
-            raise ValueError(f"{'tril' if keep_lower else 'triu'}: input tensor must have at least 2 dimensions")
+            raise RuntimeError(f"{'tril' if keep_lower else 'triu'}: input tensor must have at least 2 dimensions")
         rows, cols = self.shape[-2:]
         lower = np.tri(rows, cols, k=diagonal if keep_lower else diagonal - 1, dtype=bool)
         keep = lower if keep_lower else ~lower

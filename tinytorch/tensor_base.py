@@ -10,6 +10,7 @@ __all__ = ['bool_', 'int32', 'int64', 'float32', 'float64', 'DTYPES', 'DEFAULT_F
 # %% ../modules/01_tensor/01_tensor.ipynb #c115f1c5
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -74,11 +75,11 @@ def contiguous_strides(shape):
 
     The last dimension has stride 1; each earlier one is the next stride times
     max(next size, 1). A 0-d shape `()` has strides `()`. Return a tuple of ints.
-    Raise ValueError if any size is negative.
+    Raise RuntimeError if any size is negative (PyTorch's class).
     """
     ### BEGIN SOLUTION
     if any(size < 0 for size in shape):
-        raise ValueError(f"sizes must be non-negative, got shape {tuple(shape)}")
+        raise RuntimeError(f"Trying to create tensor with negative dimension: shape {tuple(shape)}")
     strides, step = [], 1
     for size in reversed(shape):
         strides.append(step)
@@ -202,13 +203,22 @@ def manual_seed(seed):
     return default_generator.manual_seed(seed)
 
 
+def _new_size(size):
+    """`_size_arg(size)` for a new tensor: RuntimeError for a negative size, as in PyTorch."""
+    shape = _size_arg(size)
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: shape {shape}")
+    return shape
+
+
 def _size_arg(size):
     """Accept `f(2, 3)` as well as `f((2, 3))` and `f([2, 3])`."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
-    if not all(isinstance(n, numbers.Integral) for n in size):
-        raise TypeError(f"sizes must be ints, got {size!r}")
-    return tuple(int(n) for n in size)
+    try:
+        return tuple(operator.index(n) for n in size)  # ints, and one-element integer tensors
+    except TypeError:
+        raise TypeError(f"sizes must be ints, got {size!r}") from None
 
 # %% ../modules/01_tensor/01_tensor.ipynb #72305385
 class Tensor:
@@ -224,12 +234,12 @@ class Tensor:
         shape = tuple(int(n) for n in shape)
         strides = contiguous_strides(shape) if strides is None else tuple(int(s) for s in strides)
         if len(strides) != len(shape):
-            raise ValueError(f"shape {shape} and strides {strides} must have the same length")
+            raise RuntimeError(f"shape {shape} and strides {strides} must have the same length")
         if math.prod(shape) > 0:
             lowest = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
             highest = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
             if lowest < 0 or highest >= storage.size:
-                raise ValueError(f"shape {shape}, strides {strides} and offset {offset} reach "
+                raise RuntimeError(f"shape {shape}, strides {strides} and offset {offset} reach "
                                  f"outside a storage of {storage.size} elements")
         self.storage, self.shape, self.strides, self.offset = storage, shape, strides, int(offset)
 
@@ -260,7 +270,7 @@ class Tensor:
     def full(cls, size, fill_value, dtype=None):
         """A tensor of `size` filled with `fill_value` (dtype inferred from it by default)."""
         dtype = as_dtype(dtype) if dtype is not None else operand_dtype(fill_value)
-        return cls._from_array(np.full(_size_arg((size,)), fill_value, dtype=dtype.numpy_dtype))
+        return cls._from_array(np.full(_new_size((size,)), fill_value, dtype=dtype.numpy_dtype))
 
     @classmethod
     def zeros(cls, *size, dtype=None):
@@ -276,7 +286,7 @@ class Tensor:
         if end is None:
             start, end = 0, start
         if step == 0:
-            raise ValueError("arange: step must be non-zero")
+            raise RuntimeError("arange: step must be nonzero")
         dtype = as_dtype(dtype) if dtype is not None else result_type(start, end, step)
         return cls._from_array(np.arange(start, end, step).astype(dtype.numpy_dtype))
 
@@ -285,8 +295,8 @@ class Tensor:
         """Standard-normal samples; pass a seeded `Generator` (or call `manual_seed`) to repeat them."""
         dtype = as_dtype(dtype or DEFAULT_FLOAT)
         if not dtype.is_floating_point:
-            raise TypeError(f"randn needs a floating-point dtype, got {dtype}")
-        return cls._from_array((generator or default_generator).normal(_size_arg(size), dtype))
+            raise RuntimeError(f"randn needs a floating-point dtype, got {dtype}")
+        return cls._from_array((generator or default_generator).normal(_new_size(size), dtype))
 
     # ----- layout -----------------------------------------------------------------------------
     @property
@@ -369,14 +379,14 @@ class Tensor:
         """The only element of a one-element tensor, as a Python number."""
         ### BEGIN SOLUTION
         if self.numel() != 1:
-            raise ValueError(f"a tensor with {self.numel()} elements cannot be converted to a "
+            raise RuntimeError(f"a tensor with {self.numel()} elements cannot be converted to a "
                              "Python number; item() needs exactly one element")
         return self.storage[storage_index((0,) * self.ndim, self.shape, self.strides, self.offset)].item()
         ### END SOLUTION
 
     def __bool__(self):
         if self.numel() != 1:
-            raise ValueError(f"the truth value of a tensor with {self.numel()} elements is ambiguous")
+            raise RuntimeError(f"the truth value of a tensor with {self.numel()} elements is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -385,12 +395,19 @@ class Tensor:
     def __int__(self):
         return int(self.item())
 
+    def __index__(self):
+        """A one-element integer tensor as an index, a size or a `range()` bound (as in PyTorch)."""
+        if self.numel() != 1 or self.dtype.is_floating_point:
+            raise TypeError(f"only integer tensors of a single element can be converted to an index, "
+                            f"got shape {self.shape} and dtype {self.dtype}")
+        return int(self.item())
+
     # ----- Exercise 8: elementwise operations -------------------------------------------------
     def _match_shapes(self, other):
-        """The operands `(self, other)` to compute with; ValueError unless `other` fits here:
+        """The operands `(self, other)` to compute with; RuntimeError unless `other` fits here:
         a number, a 0-d tensor, or a tensor of equal shape (module 02 broadcasts them instead)."""
         if isinstance(other, Tensor) and other.shape != self.shape and other.shape and self.shape:
-            raise ValueError(f"shapes {self.shape} and {other.shape} differ; elementwise ops need "
+            raise RuntimeError(f"shapes {self.shape} and {other.shape} differ; elementwise ops need "
                              "equal shapes (broadcasting arrives in module 02)")
         return self, other
 
@@ -431,7 +448,8 @@ class Tensor:
     def __pow__(self, exponent):
         if result_type(self, exponent).category != DType.FLOAT and np.any(np.asarray(
                 exponent.numpy() if isinstance(exponent, Tensor) else exponent) < 0):
-            raise ValueError("integers to negative integer powers are not allowed")
+            raise RuntimeError(f"Integers to negative integer powers are not allowed ({self.dtype} "
+                               f"tensor of shape {self.shape}); use a float base, e.g. t.float() ** -1")
         if isinstance(exponent, numbers.Integral) and exponent in (2, 3):
             return self * self if exponent == 2 else self * self * self  # much faster than np.power
         return self._quiet_binary(exponent, np.power)
@@ -454,7 +472,8 @@ class Tensor:
 
     def __neg__(self):
         if self.dtype is bool_:
-            raise TypeError("negation of a bool tensor is not supported; use `t == False` instead")
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported; "
+                               "use the `~` operator or `t == False` instead")
         return self._unary(np.negative)
 
     def __abs__(self): return self._unary(np.abs)

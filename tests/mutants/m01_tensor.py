@@ -39,7 +39,7 @@ MUTANTS = [
      "return self.storage[storage_index((0,) * self.ndim, self.shape, self.strides, self.offset)].item()",
      "return self.storage[0].item()"),
     ("tensor_class", "item() of a tensor with many elements returns its first",
-     "        if self.numel() != 1:\n            raise ValueError(f\"a tensor with", "        if False:\n            raise ValueError(f\"a tensor with"),
+     "        if self.numel() != 1:\n            raise RuntimeError(f\"a tensor with", "        if False:\n            raise RuntimeError(f\"a tensor with"),
     ("tensor_class", "__setitem__ assumes a contiguous layout",
      "position = storage_index(self._full_index(index), self.shape, self.strides, self.offset)\n        self.storage[position] = value",
      "position = storage_index(self._full_index(index), self.shape, contiguous_strides(self.shape), self.offset)\n"
