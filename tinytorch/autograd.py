@@ -7,9 +7,9 @@ __all__ = ['tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat', 'stack',
            'bmm', 'dot', 'unbind', 'norm', 'is_grad_enabled', 'set_grad_enabled', 'no_grad', 'enable_grad', 'Context',
            'Function', 'unbroadcast', 'topological_order', 'fit_gradient', 'accumulate_grad', 'run_backward',
            'as_array', 'Tensor', 'Add', 'Sub', 'Neg', 'Clone', 'To', 'Fill', 'Pow', 'Sqrt', 'Abs', 'SetItem',
-           'Contiguous', 'View', 'Reshape', 'Unsqueeze', 'Squeeze', 'Var', 'ExtremeAll', 'ExtremeDim', 'Maximum',
-           'Minimum', 'Cat', 'Where', 'Triangle', 'Mul', 'Div', 'Exp', 'Log', 'grad', 'gradcheck', 'Sum', 'Mean',
-           'Permute', 'Expand', 'MatMul', 'Index', 'graph_text', 'plot_graph', 'Norm', 'Clamp', 'Sin', 'Cos', 'Log2',
+           'Contiguous', 'View', 'Reshape', 'Unsqueeze', 'Squeeze', 'ExtremeAll', 'ExtremeDim', 'Cat', 'Triangle',
+           'Mul', 'Div', 'Exp', 'Log', 'grad', 'gradcheck', 'Sum', 'Mean', 'Permute', 'Expand', 'MatMul', 'Index',
+           'Var', 'Maximum', 'Minimum', 'Where', 'graph_text', 'plot_graph', 'Norm', 'Clamp', 'Sin', 'Cos', 'Log2',
            'Rsqrt', 'Piecewise', 'FloorDivide', 'Remainder', 'Flip', 'Repeat', 'Gather', 'Scatter', 'Cumsum', 'Prod',
            'LogSumExp', 'eye', 'linspace', 'rand', 'randint', 'empty', 'multinomial', 'tril', 'triu']
 
@@ -24,8 +24,8 @@ import weakref
 
 import numpy as np
 
-from .tensor import DTYPES, _new_size, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
-from .tensor import DEFAULT_FLOAT, as_dtype, bool_, default_generator, float32, float64, int32, int64, result_type
+from .tensor_base import DTYPES, _new_size, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
+from .tensor_base import DEFAULT_FLOAT, as_dtype, bool_, default_generator, float32, float64, int32, int64, result_type
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
 from .strides import _split_ints
 
@@ -892,21 +892,6 @@ class Squeeze(_Reshaping):
     method = "squeeze"
 
 
-class Var(Function):
-    @staticmethod
-    def forward(ctx, x, dim, correction, keepdim):
-        ctx.save_for_backward(x)
-        return BaseTensor.var(x, dim, keepdim=keepdim, correction=correction)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, dim, correction, keepdim = ctx.saved_tensors[0].numpy(), *ctx.inputs[1:]
-        dims = normalize_dims(dim, x.ndim)
-        count = math.prod(x.shape[d] for d in dims)
-        g = grad.reshape(reduced_shape(x.shape, dims, True))
-        return 2 * g * (x - x.mean(axis=dims, keepdims=True)) / max(count - correction, 0), None, None, None
-
-
 def _extreme(x, which, dim, keepdim):
     """`max`/`min` of the autograd tensor: elementwise, over everything, or along `dim`."""
     if isinstance(dim, BaseTensor):
@@ -955,26 +940,6 @@ class ExtremeDim(Function):
         return out, None, None, None
 
 
-class Maximum(Function):
-    """Elementwise maximum; where both are equal each gets half the gradient (as in PyTorch)."""
-    op = staticmethod(np.greater)
-
-    @classmethod
-    def forward(cls, ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a._binary(b, np.maximum if cls is Maximum else np.minimum)
-
-    @classmethod
-    def backward(cls, ctx, grad):
-        a, b = (as_array(x) for x in ctx.saved_tensors)
-        share = cls.op(a, b) + 0.5 * (a == b)
-        return grad * share, grad * (1 - share)
-
-
-class Minimum(Maximum):
-    op = staticmethod(np.less)
-
-
 class Cat(Function):
     @staticmethod
     def forward(ctx, dim, *tensors):
@@ -987,18 +952,6 @@ class Cat(Function):
         d = wrap_dim(dim, kept[0].ndim)
         pieces = iter(np.split(grad, np.cumsum([t.shape[d] for t in kept])[:-1], axis=d))
         return (None,) + tuple(next(pieces) if any(t is k for k in kept) else None for t in tensors)
-
-
-class Where(Function):
-    @staticmethod
-    def forward(ctx, condition, input, other):
-        return _parent("where")(condition, input, other)
-
-    @staticmethod
-    def backward(ctx, grad):
-        c = ctx.inputs[0].numpy()
-        zero = np.zeros((), dtype=grad.dtype)
-        return None, np.where(c, grad, zero), np.where(c, zero, grad)
 
 
 class Triangle(Function):
@@ -1241,6 +1194,59 @@ class Index(Function):
         return out, None
         ### END SOLUTION
 
+# %% ../modules/03_autograd/03_autograd.ipynb #ab66c5bc
+class Var(Function):
+    @staticmethod
+    def forward(ctx, x, dim, correction, keepdim):
+        ctx.save_for_backward(x)
+        return BaseTensor.var(x, dim, keepdim=keepdim, correction=correction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, dim, correction, keepdim = ctx.saved_tensors[0].numpy(), *ctx.inputs[1:]
+        ### BEGIN SOLUTION
+        dims = normalize_dims(dim, x.ndim)
+        count = math.prod(x.shape[d] for d in dims)
+        g = grad.reshape(reduced_shape(x.shape, dims, True))
+        return 2 * g * (x - x.mean(axis=dims, keepdims=True)) / max(count - correction, 0), None, None, None
+        ### END SOLUTION
+
+
+class Maximum(Function):
+    """Elementwise maximum; where both are equal each gets half the gradient (as in PyTorch)."""
+    op = staticmethod(np.greater)
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a._binary(b, np.maximum if cls is Maximum else np.minimum)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        a, b = (as_array(x) for x in ctx.saved_tensors)
+        ### BEGIN SOLUTION
+        share = cls.op(a, b) + 0.5 * (a == b)
+        return grad * share, grad * (1 - share)
+        ### END SOLUTION
+
+
+class Minimum(Maximum):
+    op = staticmethod(np.less)
+
+
+class Where(Function):
+    @staticmethod
+    def forward(ctx, condition, input, other):
+        return _parent("where")(condition, input, other)
+
+    @staticmethod
+    def backward(ctx, grad):
+        c = ctx.inputs[0].numpy()
+        ### BEGIN SOLUTION
+        zero = np.zeros((), dtype=grad.dtype)
+        return None, np.where(c, grad, zero), np.where(c, zero, grad)
+        ### END SOLUTION
+
 # %% ../modules/03_autograd/03_autograd.ipynb #8a2b5966
 def _graph_edges(t):
     """`(items, edges)`: the nodes and leaves of `t`'s graph (root first) and (user, input) pairs."""
@@ -1279,32 +1285,89 @@ def graph_text(t, names=None):
     return "\n".join(lines)
 
 
+def _brief(x):
+    """A short text for a tensor's values: the numbers when there are at most 4, else the shape."""
+    a = x.numpy() if isinstance(x, BaseTensor) else np.asarray(x)
+    if a.size > 4:
+        return f"shape {tuple(a.shape)}"
+    return np.array2string(a, separator=", ", formatter={"float_kind": lambda v: f"{v:.4g}"})
+
+
+def _output_of(item, t, names):
+    """The tensor a graph item stands for, where it is known: a leaf, the root, or a retained/named tensor."""
+    if not isinstance(item, Context):
+        return item
+    if item is t.grad_fn:
+        return t
+    out = item.retained() if item.retained is not None else None
+    return out if out is not None else next(
+        (v for v in (names or {}).values() if getattr(v, "grad_fn", None) is item), None)
+
+
+def _box_text(item, t, names):
+    name = next((n for n, v in (names or {}).items() if v is item or getattr(v, "grad_fn", 0) is item), None)
+    head = item.name() if isinstance(item, Context) else f"leaf {tuple(item.shape)}"
+    lines = [f"{name}: {head}" if name else head]
+    out = _output_of(item, t, names)
+    if out is not None:
+        lines.append(f"value {_brief(out)}")
+        if out.grad is not None:
+            lines.append(f"grad {_brief(out.grad)}")
+    return "\n".join(lines)
+
+
 def plot_graph(t, names=None, ax=None):
-    """Draw the graph that produced `t` with matplotlib: one row per depth, output on top."""
+    """Draw the graph that produced `t`: output on top, inputs below, arrows in the direction data flows.
+
+    Each box shows its operation (or leaf), and its value and `.grad` where the tensor is known: leaves,
+    the output, tensors given in `names` and tensors that called `retain_grad()`. (After `backward`, draw
+    the graph only if it was kept: `backward(retain_graph=True)`.) An edge that skips rows is routed
+    through free slots of the rows in between, so no edge crosses another box.
+    """
     import matplotlib.pyplot as plt
     items, edges = _graph_edges(t)
     depth = {id(items[0]): 0}
     for item in topological_order(t.grad_fn) if t.grad_fn is not None else []:
         for child in item.next_functions:
             depth[id(child)] = max(depth.get(id(child), 0), depth[id(item)] + 1)
-    rows = {}
+    rows, up, chains = {}, {}, []
     for item in items:
-        rows.setdefault(depth[id(item)], []).append(item)
-    position = {id(item): (i - (len(row) - 1) / 2, -d) for d, row in rows.items() for i, item in enumerate(row)}
+        rows.setdefault(depth[id(item)], []).append(("n", id(item)))
+    for e, (user, child) in enumerate(edges):  # an edge over k rows gets k - 1 waypoints
+        top, bottom = depth[id(user)], depth[id(child)]
+        chain = [("n", id(user))] + [("w", e, d) for d in range(top + 1, bottom)] + [("n", id(child))]
+        for d, slot in zip(range(top + 1, bottom), chain[1:-1]):
+            rows[d].append(slot)
+        for upper, lower in zip(chain, chain[1:]):
+            up.setdefault(lower, []).append(upper)
+        chains.append(chain)
+    x = {}
+    for d in sorted(rows):  # each row ordered by the mean position of what sits above it
+        row = sorted(rows[d], key=lambda s: np.mean([x[u] for u in up.get(s, [])]) if up.get(s) else 0)
+        for i, slot in enumerate(row):
+            x[slot] = 2.0 * (i - (len(row) - 1) / 2)
+    y = lambda slot: -1.8 * depth[slot[1]] if slot[0] == "n" else -1.8 * slot[2]
+    by_id = {id(item): item for item in items}
+    text = {id(item): _box_text(item, t, names) for item in items}
+    half = lambda slot: 0.0 if slot[0] == "w" else 0.16 * (text[slot[1]].count("\n") + 1) + 0.12
     if ax is None:
         width = max(len(row) for row in rows.values())
-        _, ax = plt.subplots(figsize=(2.2 * width + 1, 1.2 * len(rows) + 0.5))
-    for user, child in edges:
-        (x0, y0), (x1, y1) = position[id(child)], position[id(user)]
-        ax.annotate("", xy=(x1, y1 - 0.18), xytext=(x0, y0 + 0.18),
-                    arrowprops=dict(arrowstyle="->", color="gray"))
-    for item in items:
-        x, y = position[id(item)]
+        _, ax = plt.subplots(figsize=(2.3 * width + 0.6, 1.5 * len(rows) + 0.3))
+    for chain in chains:  # from the input (bottom) up to its user; the arrow head sits on the user
+        points = [(x[s], y(s) + half(s)) if k == 0 else (x[s], y(s) - half(s)) if k == len(chain) - 1
+                  else (x[s], y(s)) for k, s in enumerate(reversed(chain))]
+        for (x0, y0), (x1, y1) in zip(points, points[1:]):
+            last = (x1, y1) == points[-1]
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                        arrowprops=dict(arrowstyle="->" if last else "-", color="gray", shrinkA=0, shrinkB=0))
+    for key, item in by_id.items():
+        slot = ("n", key)
         leaf = not isinstance(item, Context)
-        ax.text(x, y, _label(item, names), ha="center", va="center", fontsize=9,
-                bbox=dict(boxstyle="round", fc="#cde" if leaf else "#fdb", ec="gray"))
-    ax.set_xlim(min(p[0] for p in position.values()) - 1, max(p[0] for p in position.values()) + 1)
-    ax.set_ylim(-len(rows) + 0.5, 0.5)
+        ax.text(x[slot], y(slot), text[key], ha="center", va="center", fontsize=8, linespacing=1.3,
+                bbox=dict(boxstyle="round,pad=0.35", fc="#cde" if leaf else "#fdb", ec="gray"))
+    xs = list(x.values())
+    ax.set_xlim(min(xs) - 1.1, max(xs) + 1.1)
+    ax.set_ylim(-1.8 * max(rows) - 0.7, 0.7)
     ax.set_axis_off()
     return ax
 
