@@ -319,3 +319,22 @@ def test_conv2d_module_initialisation_matches_pytorchs_distribution():
     theirs = np.concatenate([torch.nn.Conv2d(4, 8, 3).weight.detach().numpy().ravel() for _ in range(20)])
     assert abs(np.abs(ours).max() - np.abs(theirs).max()) < 0.01 * np.abs(theirs).max()
     assert abs(ours.std() - theirs.std()) < 0.05 * theirs.std()
+
+
+def test_cnn_milestone_learns_in_a_shortened_run(tmp_path, monkeypatch, capsys):
+    """The CI form of `./course milestone cnn`: 2 epochs (seconds) already put it far above chance, and
+    the picture is written."""
+    import re
+    import shutil
+    from pathlib import Path
+
+    from tinytorch_course.milestone import cnn
+
+    repo = Path(__file__).resolve().parent.parent
+    shutil.copytree(repo / "milestones", tmp_path / "milestones")
+    monkeypatch.chdir(tmp_path)
+    cnn(tmp_path, epochs=2)
+    shown = capsys.readouterr().out
+    accuracy = float(re.search(r"test accuracy ([0-9.]+)%", shown).group(1))
+    assert accuracy > 80, shown
+    assert (tmp_path / "artifacts" / "milestone-cnn.png").stat().st_size > 10_000
