@@ -127,8 +127,10 @@ def plot_result(result, path):
         ax.set_xticks([]), ax.set_yticks([])
     fig.text(0.25, 0.47, "learned 3 x 3 filters of the first layer (red +, blue -)", ha="center")
     fig.suptitle("TinyTorch CNN on handwritten digits")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
+    return Path(path)
 
 
 def main(argv=None):
@@ -137,12 +139,10 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     result = train_cnn(epochs=args.epochs, seed=args.seed)
-    picture = Path("artifacts") / "milestone-cnn.png"
-    picture.parent.mkdir(parents=True, exist_ok=True)
-    plot_result(result, picture)
+    picture = plot_result(result, Path("artifacts") / "milestone-cnn.png")
     accuracy = result["test_accuracy"]
-    print(f"digits CNN: test accuracy {100 * accuracy:.2f}% after {args.epochs} epochs in {result['seconds']:.1f} s")
-    print(f"learning curves, confusion matrix and filters: {picture.resolve()}")
+    print(f"digits CNN: test accuracy {100 * accuracy:.2f}% after {args.epochs} epochs in {result['seconds']:.1f} s;"
+          f" learning curve, confusion matrix and filters: {picture.resolve()}")
     if accuracy < TARGET:
         print(f"milestone 08 needs >= {100 * TARGET:.1f}% test accuracy, got {100 * accuracy:.2f}%")
         return 1
