@@ -139,11 +139,11 @@ class Conv2dFunction(Function):
         ### BEGIN SOLUTION
         view = _windows(padded, (kh, kw), stride, dilation)             # (N, C, OH, OW, KH, KW), no copy
         n, _, oh, ow = view.shape[:4]
-        cols = view.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c * kh * kw)  # the one copy
-        out = cols @ w.reshape(o, c * kh * kw).T                         # (N*OH*OW, O): one GEMM
+        cols = view.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, oh * ow)  # the one copy
+        out = w.reshape(o, c * kh * kw) @ cols                           # (N, O, OH*OW): one (batched) GEMM
         if bias is not None:
-            out += bias.numpy()
-        out = out.reshape(n, oh, ow, o).transpose(0, 3, 1, 2)
+            out += bias.numpy()[:, None]
+        out = out.reshape(n, o, oh, ow)
         ### END SOLUTION
         ctx.cols, ctx.padded_shape = cols, padded.shape
         ctx.stride, ctx.padding, ctx.dilation = stride, padding, dilation
@@ -163,17 +163,17 @@ def conv2d_backward(ctx, grad):
     o, c, kh, kw = w.shape
     n, _, oh, ow = grad.shape
     ### BEGIN SOLUTION
-    g = grad.transpose(0, 2, 3, 1).reshape(n * oh * ow, o)             # rows as in cols
-    grad_w = (g.T @ ctx.cols).reshape(w.shape) if need_w else None
-    grad_b = g.sum(axis=0) if need_b else None
+    g = grad.reshape(n, o, oh * ow)                                    # as the forward's product
+    grad_w = (g @ ctx.cols.transpose(0, 2, 1)).sum(axis=0).reshape(w.shape) if need_w else None
+    grad_b = g.sum(axis=(0, 2)) if need_b else None
     grad_x = None
     if need_x:
-        grad_cols = (g @ w.reshape(o, c * kh * kw)).reshape(n, oh, ow, c, kh, kw)
+        grad_cols = (w.reshape(o, c * kh * kw).T @ g).reshape(n, c, kh, kw, oh, ow)
         grad_padded = np.zeros(ctx.padded_shape, dtype=grad_cols.dtype)
         windows = _windows(grad_padded, (kh, kw), ctx.stride, ctx.dilation)  # overlapping, writable
         for p in range(kh):
             for q in range(kw):  # one kernel offset at a time: these windows never overlap
-                windows[:, :, :, :, p, q] += grad_cols[:, :, :, :, p, q].transpose(0, 3, 1, 2)
+                windows[:, :, :, :, p, q] += grad_cols[:, :, p, q]
         grad_x = _unpad(grad_padded, ctx.padding)
     ### END SOLUTION
     return grad_x, grad_w, grad_b, None, None, None

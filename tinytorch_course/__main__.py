@@ -104,7 +104,7 @@ def main(argv=None):
     milestone.add_argument("name", choices=["digits", "gpt", "cnn"],
                            help="digits: module 05's MLP on handwritten digits; gpt: module 07's GPT on Python; "
                                 "cnn: module 08's CNN on the digits")
-    milestone.add_argument("--epochs", type=int, default=None, help="digits (default 40), cnn (default 20): training epochs")
+    milestone.add_argument("--epochs", type=int, default=None, help="digits (default 40), cnn (default 25): training epochs")
     milestone.add_argument("--minutes", type=float, default=10.0, help="gpt: training budget per framework")
     milestone.add_argument("--threads", type=int, default=2, help="gpt: BLAS / PyTorch threads")
     milestone.add_argument("--max-chars", type=int, default=None, help="gpt: limit the corpus")
@@ -125,7 +125,7 @@ def main(argv=None):
                            max_chars=args.max_chars)
             if args.name == "cnn":
                 from .milestone import cnn
-                return cnn(ROOT, epochs=args.epochs or 20)
+                return cnn(ROOT, epochs=args.epochs or 25)
             from .milestone import digits
             return digits(ROOT, epochs=args.epochs or 40)
         elif args.command == "demo":
