@@ -132,7 +132,8 @@ class Conv2dFunction(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, stride, padding, dilation):
         """x (N, C, H, W), weight (O, C, KH, KW), bias (O,) or None -> (N, O, OH, OW).
-        `stride` and `dilation` are pairs, `padding` is (top, bottom, left, right)."""
+        `stride` and `dilation` are pairs, `padding` is (top, bottom, left, right).
+        Set `cols` (the im2col matrices, (N, C*KH*KW, OH*OW): your backward reads them) and `out`."""
         a, w = x.numpy(), weight.numpy()
         o, c, kh, kw = w.shape
         padded = _pad(a, padding)
