@@ -101,9 +101,10 @@ def main(argv=None):
     hub.add_argument("--homes", type=Path, default=Path("/home"), help="where new accounts get their home")
     hub.add_argument("--port", type=int, default=8000, help="the hub's port on 127.0.0.1 (it also uses the next two)")
     milestone = commands.add_parser("milestone", help="run a milestone of the course with the package")
-    milestone.add_argument("name", choices=["digits", "gpt"],
-                           help="digits: module 05's MLP on handwritten digits; gpt: module 07's GPT on Python")
-    milestone.add_argument("--epochs", type=int, default=40, help="digits: training epochs")
+    milestone.add_argument("name", choices=["digits", "gpt", "cnn"],
+                           help="digits: module 05's MLP on handwritten digits; gpt: module 07's GPT on Python; "
+                                "cnn: module 08's CNN on the digits")
+    milestone.add_argument("--epochs", type=int, default=None, help="digits (default 40), cnn (default 25): training epochs")
     milestone.add_argument("--minutes", type=float, default=10.0, help="gpt: training budget per framework")
     milestone.add_argument("--threads", type=int, default=2, help="gpt: BLAS / PyTorch threads")
     milestone.add_argument("--max-chars", type=int, default=None, help="gpt: limit the corpus")
@@ -122,8 +123,11 @@ def main(argv=None):
                 frameworks = ("tinytorch", "torch") if args.framework == "both" else (args.framework,)
                 return gpt(ROOT, minutes=args.minutes, frameworks=frameworks, threads=args.threads,
                            max_chars=args.max_chars)
+            if args.name == "cnn":
+                from .milestone import cnn
+                return cnn(ROOT, epochs=args.epochs or 25)
             from .milestone import digits
-            return digits(ROOT, epochs=args.epochs)
+            return digits(ROOT, epochs=args.epochs or 40)
         elif args.command == "demo":
             from .demo import demo
             demo(ROOT, rebuild=not args.no_build)

@@ -430,7 +430,7 @@ def main(argv=None, root=None):
         .add_argument("module", metavar="NN", help="a module: 01, 01_tensor or tensor")
     commands.add_parser("milestone", add_help=False,  # -h goes to the milestone: ./learn milestone 07 -h
                         help="run a milestone on your package once unlocked (NN [its options])") \
-        .add_argument("milestone", metavar="NN", help="a milestone: 01, 05, 07 (see ./learn status)")
+        .add_argument("milestone", metavar="NN", help="a milestone: 01, 05, 07, 08 (see ./learn status)")
     submit = commands.add_parser("submit", help="pack your notebooks for the instructor")
     submit.add_argument("student_id", metavar="YOUR-ID",
                         help="your id, as your instructor gave it (letters, digits, '-')")

@@ -1,0 +1,134 @@
+"""Module 08's convolution, measured: naive loops vs the strided im2col (one copy, one GEMM) vs PyTorch.
+
+The issue's layer: conv2d forward + backward of a (32, 16, 28, 28) float32 input with 32 filters of
+3 x 3 (padding 1), and one training step of milestone 08's CNN (batch 64), TinyTorch against PyTorch
+on the same number of threads (1 and 2). Also checks that the window view allocates nothing.
+The "loops" variant loops over output positions and kernel taps in Python (numpy does each step over
+batch and channels); the fully scalar definition would take minutes. Ratios are measured in one
+process, best of a few rounds: on a shared machine they move with the other jobs.
+
+    .venv/bin/python bench/bench_conv.py [--rounds 5]
+"""
+import argparse
+import runpy
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from tinytorch.autograd import Tensor
+from tinytorch.conv import conv2d, unfold_view
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def best(fn, rounds):
+    fn()
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def loops_forward_backward(x, w, g):
+    """conv2d (padding 1) forward and both gradients, one output position and tap at a time."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((n, o, h, wd), np.float32)
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    for i in range(h):
+        for j in range(wd):
+            for p in range(kh):
+                for q in range(kw):
+                    patch = xp[:, :, i + p, j + q]                       # (N, C)
+                    out[:, :, i, j] += patch @ w[:, :, p, q].T
+                    gw[:, :, p, q] += g[:, :, i, j].T @ patch
+                    gxp[:, :, i + p, j + q] += g[:, :, i, j] @ w[:, :, p, q]
+    return out, gxp[:, :, 1:-1, 1:-1], gw
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: its columns are skipped")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 16, 28, 28)).astype(np.float32)
+    w = (rng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32)
+    g = rng.standard_normal((32, 32, 28, 28)).astype(np.float32)
+    tx, tw = Tensor.tensor(x, requires_grad=True), Tensor.tensor(w, requires_grad=True)
+
+    view = unfold_view(tx, 3)
+    print(f"window view of the (32, 16, 28, 28) input: shape {view.shape}, shares the input's storage: "
+          f"{view.storage is tx.storage}")
+
+    def ours():
+        tx.grad = tw.grad = None
+        conv2d(tx, tw, None, 1, 1).backward(Tensor._from_array(g))
+
+    ref = loops_forward_backward(x, w, g)
+    ours()
+    assert np.allclose(ref[1], tx.grad.numpy(), atol=1e-3) and np.allclose(ref[2], tw.grad.numpy(), rtol=1e-3, atol=1e-2)
+
+    milestone = runpy.run_path(str(ROOT / "milestones" / "08_cnn.py"), run_name="bench")
+    import tinytorch.nn.functional as F
+    from tinytorch.training import SGD
+    model = milestone["make_model"](32)
+    optimizer = SGD(model.parameters(), lr=0.01)
+    xb = Tensor._from_array(rng.standard_normal((64, 1, 8, 8)).astype(np.float32))
+    yb = Tensor._from_array(rng.integers(0, 10, 64))
+
+    def our_step():
+        loss = F.cross_entropy(model(xb), yb)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    if torch is not None:
+        tX, tW, tG = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True), torch.tensor(g)
+
+        def theirs():
+            tX.grad = tW.grad = None
+            torch.nn.functional.conv2d(tX, tW, None, 1, 1).backward(tG)
+
+        nn = torch.nn
+        tmodel = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                               nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                               nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+                               nn.Flatten(), nn.Dropout(0.2), nn.Linear(256, 10))
+        toptimizer = torch.optim.SGD(tmodel.parameters(), lr=0.01)
+        txb, tyb = torch.tensor(xb.numpy()), torch.tensor(yb.numpy())
+
+        def their_step():
+            loss = nn.functional.cross_entropy(tmodel(txb), tyb)
+            toptimizer.zero_grad()
+            loss.backward()
+            toptimizer.step()
+
+    loops = best(lambda: loops_forward_backward(x, w, g), 1)
+    print(f"conv2d forward + backward, (32, 16, 28, 28) input, 32 filters 3 x 3, padding 1:")
+    print(f"  loops over positions and taps: {1e3 * loops:.0f} ms")
+    for threads in (1, 2):
+        with threadpool_limits(threads):
+            mine, mine_step = best(ours, args.rounds), best(our_step, args.rounds)
+            line = f"  {threads} thread(s): im2col {1e3 * mine:.1f} ms ({loops / mine:.0f}x faster than the loops)"
+            step = f"  {threads} thread(s): milestone CNN training step (batch 64) {1e3 * mine_step:.1f} ms"
+            if torch is not None:
+                torch.set_num_threads(threads)
+                them, them_step = best(theirs, args.rounds), best(their_step, args.rounds)
+                line += f", PyTorch {1e3 * them:.1f} ms: TinyTorch / PyTorch {mine / them:.2f}x (target 1.5x)"
+                step += f", PyTorch {1e3 * them_step:.1f} ms: {mine_step / them_step:.2f}x (target 1.5x)"
+        print(line)
+        print(step)
+
+
+if __name__ == "__main__":
+    main()
