@@ -69,7 +69,7 @@ def train_cnn(epochs=25, batch_size=64, lr=3e-3, weight_decay=1e-2, width=32, se
     """Train the digits CNN; returns a dict: model, history, test_accuracy, seconds, predictions, targets."""
     import tinytorch.nn.functional as F
     from tinytorch.autograd import Tensor, no_grad
-    from tinytorch.tensor import manual_seed
+    from tinytorch.tensor_base import manual_seed
     from tinytorch.training import AdamW, WarmupCosineLR, _one_blas_thread, load_digits_split, train_epoch
 
     started = time.perf_counter()

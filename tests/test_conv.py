@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings, strategies as st
 from tinytorch.autograd import Tensor, gradcheck
 from tinytorch.conv import (AvgPool2d, BatchNorm2d, Conv2d, MaxPool2d, avg_pool2d, batch_norm, conv2d,
                             max_pool2d, unfold_view)
-from tinytorch.tensor import manual_seed
+from tinytorch.tensor_base import manual_seed
 
 settings.register_profile("tinytorch", max_examples=30, deadline=None)
 settings.load_profile("tinytorch")
@@ -280,10 +280,13 @@ def test_against_pytorch(case, pool_ties):
         tx, tw, tb = t64(x), t64(w), t64(b)
         px, pw, pb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
         out, ref = ours(tx, tw, tb), theirs(px, pw, pb)
+        assert np.allclose(out.numpy(), ref.detach().numpy())
+        if not np.isfinite(ref.detach().numpy()).all():
+            continue  # a dilated max-pool window wholly in the padding (-inf): no gradient is defined
+            # there, and PyTorch's backward picks an element outside the window or aborts
         g = rng.standard_normal(tuple(ref.shape))
         out.backward(Tensor.tensor(g))
         ref.backward(torch.tensor(g))
-        assert np.allclose(out.numpy(), ref.detach().numpy())
         for mine, want in ((tx, px), (tw, pw), (tb, pb)):
             if want.grad is not None:
                 assert np.allclose(mine.grad.numpy(), want.grad.numpy())

@@ -418,20 +418,18 @@ class AvgPool2d(Module):
 class BatchNorm2d(Module):
     """Batch normalisation of (N, C, H, W) input per channel, with running statistics (PyTorch's names)."""
 
-    _BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
-
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, dtype=None):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(Tensor.ones(num_features, dtype=dtype)) if affine else None
         self.bias = Parameter(Tensor.zeros(num_features, dtype=dtype)) if affine else None
-        if track_running_stats:
-            self.running_mean = Tensor.zeros(num_features, dtype=dtype)
-            self.running_var = Tensor.ones(num_features, dtype=dtype)
-            self.num_batches_tracked = Tensor.tensor(0, dtype="int64")
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        # Running statistics are state, not parameters: buffers (module 04) are in state_dict,
+        # and no optimizer sees them.
+        tracked = track_running_stats
+        self.register_buffer("running_mean", Tensor.zeros(num_features, dtype=dtype) if tracked else None)
+        self.register_buffer("running_var", Tensor.ones(num_features, dtype=dtype) if tracked else None)
+        self.register_buffer("num_batches_tracked", Tensor.tensor(0, dtype="int64") if tracked else None)
 
     def forward(self, x):
         if x.ndim != 4:
@@ -446,24 +444,6 @@ class BatchNorm2d(Module):
         return batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_batch,
                           factor, self.eps)
         ### END SOLUTION
-
-    # The running statistics are state, not parameters: the optimizer must not see them, but
-    # state_dict must (PyTorch calls them buffers).
-    def state_dict(self):
-        state = super().state_dict()
-        state.update({name: getattr(self, name).detach() for name in self._BUFFERS
-                      if getattr(self, name) is not None})
-        return state
-
-    def load_state_dict(self, state_dict, strict=True):
-        own = {name for name in self._BUFFERS if getattr(self, name) is not None}
-        result = super().load_state_dict({k: v for k, v in state_dict.items() if k not in own}, strict)
-        missing = [name for name in own if name not in state_dict]
-        if strict and missing:
-            raise KeyError(f"error loading the state dict of BatchNorm2d: missing keys {missing}")
-        for name in own & set(state_dict):
-            _write(getattr(self, name), state_dict[name])
-        return type(result)(result.missing_keys + missing, result.unexpected_keys)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
