@@ -72,3 +72,8 @@ def test_threaded_erf_and_gelu_equal_one_thread(two_threads):
     y = tt.nn.functional.gelu(x)
     y.sum().backward()
     assert np.array_equal(y.numpy(), want[0]) and np.array_equal(x.grad.numpy(), want[1])
+
+
+def test_the_knob_is_at_the_top_level_like_torch():
+    assert tt.set_num_threads is parallel.set_num_threads and tt.get_num_threads is parallel.get_num_threads
+    assert {"set_num_threads", "get_num_threads"} <= set(dir(tt))
