@@ -79,12 +79,56 @@ def timed(step, data):
     return times, losses
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=20)
+def parse_args(doc, steps=20):
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def set_threads(n, torch=None):
+    """n threads for TinyTorch (BLAS and its own pool, through tinytorch.set_num_threads where it exists)
+    and for PyTorch; a context manager that restores numpy's BLAS threads."""
+    import tinytorch
+    if hasattr(tinytorch, "set_num_threads"):
+        tinytorch.set_num_threads(n)
+    if torch is not None:
+        torch.set_num_threads(n)
+    return threadpool_limits(n)
+
+
+def compare(tt_step, th_step, data, args, tol=1e-3, torch=None):
+    """The harness of every GPT benchmark: loss curves of both steps from the same weights (1 thread),
+    then the median step time of each, interleaved in rounds, per thread count. Returns the ratios."""
+    if th_step is not None:
+        with set_threads(1, torch):
+            _, a = timed(tt_step, data)
+            _, b = timed(th_step, data)
+        diff = max(abs(p - q) for p, q in zip(a, b))
+        print(f"loss curves over {len(data)} steps from the same weights: first {a[0]:.4f} / {b[0]:.4f}, "
+              f"last {a[-1]:.4f} / {b[-1]:.4f}, largest difference {diff:.2e} "
+              f"({'ok' if diff <= tol else 'MISMATCH'}, target {tol:g})")
+    ratios = {}
+    for n in args.threads:
+        with set_threads(n, torch):
+            ours, theirs = [], []
+            for _ in range(args.rounds):
+                ours += timed(tt_step, data)[0][2:]
+                if th_step is not None:
+                    theirs += timed(th_step, data)[0][2:]
+        line = f"{n} thread(s): TinyTorch {statistics.median(ours) * 1e3:.1f} ms/step"
+        if th_step is not None:
+            ratio = ratios[n] = statistics.median(ours) / statistics.median(theirs)
+            target = 1.0 if n == 1 else 1.15
+            line += (f", PyTorch {statistics.median(theirs) * 1e3:.1f} ms/step, ratio {ratio:.2f}x "
+                     f"(target <= {target}x: {'met' if ratio <= target else 'NOT met'})")
+        print(line, flush=True)
+    return ratios
+
+
+def main():
+    args = parse_args(__doc__)
     print(describe_blas())
     try:
         import torch
@@ -94,32 +138,8 @@ def main():
     data = batches(args.steps)
     model, tt_step = tinytorch_setup()
     weights = {k: v.numpy().copy() for k, v in model.state_dict().items()}
-    if torch is not None:
-        th_step = torch_setup(weights)
-        with threadpool_limits(1):
-            torch.set_num_threads(1)
-            _, a = timed(tt_step, data)
-            _, b = timed(th_step, data)
-        diff = max(abs(p - q) for p, q in zip(a, b))
-        print(f"loss curves over {args.steps} steps from the same weights: first {a[0]:.4f} / {b[0]:.4f}, "
-              f"last {a[-1]:.4f} / {b[-1]:.4f}, largest difference {diff:.2e} "
-              f"({'ok' if diff <= 1e-3 else 'MISMATCH'}, target 1e-3)")
-    for n in args.threads:
-        with threadpool_limits(n):
-            if torch is not None:
-                torch.set_num_threads(n)
-            ours, theirs = [], []
-            for _ in range(args.rounds):
-                ours += timed(tt_step, data)[0][2:]
-                if torch is not None:
-                    theirs += timed(th_step, data)[0][2:]
-        line = f"{n} thread(s): TinyTorch {statistics.median(ours) * 1e3:.1f} ms/step"
-        if torch is not None:
-            ratio = statistics.median(ours) / statistics.median(theirs)
-            target = 1.0 if n == 1 else 1.15
-            line += (f", PyTorch {statistics.median(theirs) * 1e3:.1f} ms/step, ratio {ratio:.2f}x "
-                     f"(target <= {target}x: {'met' if ratio <= target else 'NOT met'})")
-        print(line, flush=True)
+    th_step = torch_setup(weights) if torch is not None else None
+    compare(tt_step, th_step, data, args, torch=torch)
 
 
 if __name__ == "__main__":

@@ -800,3 +800,107 @@ def test_more_ops_values_and_gradients_agree_with_torch(name):
     out_ours.backward(ag.tensor(seed))
     out_theirs.backward(torch.tensor(seed))
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def _index_strategy():
+    """Indices of an array of shape (5, 6): basic (ints, slices, None, ...) or one integer array."""
+    basic = st.one_of(st.integers(-5, 4), st.builds(slice, st.none() | st.integers(-5, 5),
+                                                    st.none() | st.integers(-5, 5), st.sampled_from([None, 1, 2, 3])))
+    rows = st.lists(st.integers(0, 4), min_size=0, max_size=7)
+    return st.one_of(basic, st.tuples(basic, st.integers(-6, 5)), st.tuples(st.just(Ellipsis), st.integers(0, 5)),
+                     st.tuples(basic, st.none(), st.builds(slice, st.integers(0, 3), st.just(None))),
+                     rows.map(lambda r: np.array(r, dtype=np.int64)),
+                     rows.map(lambda r: np.array(sorted(set(r)), dtype=np.int64)),
+                     st.tuples(st.builds(slice, st.integers(0, 2), st.just(None)),
+                               rows.map(lambda r: np.array(sorted(set(r)), dtype=np.int64))))
+
+
+@settings(max_examples=80, deadline=None)
+@given(index=_index_strategy(), seed=st.integers(0, 2**16))
+def test_index_backward_equals_the_scatter_add(index, seed):
+    """Every index's gradient is numpy's unbuffered scatter-add of the output gradient (whichever path
+    the backward takes: a write into a view, or np.add.at)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((5, 6)).astype(np.float32)
+    want_out = a[index]
+    x = ag.tensor(a, requires_grad=True)
+    t_index = ag.tensor(index) if isinstance(index, np.ndarray) else \
+        tuple(ag.tensor(i) if isinstance(i, np.ndarray) else i for i in index) if isinstance(index, tuple) else index
+    y = x[t_index]
+    assert np.array_equal(y.numpy(), want_out)
+    g = rng.standard_normal(want_out.shape).astype(np.float32)
+    y.backward(ag.tensor(g))
+    want = np.zeros_like(a)
+    np.add.at(want, index, g)
+    assert np.array_equal(x.grad.numpy(), want)
+
+
+def test_index_backward_scatters_only_where_a_position_repeats(monkeypatch):
+    """Basic and sorted unique indices never call np.add.at; repeated or unsorted ones do."""
+    calls = []
+
+    class CountingAdd:  # numpy's add, counting its scatter-adds
+        def __call__(self, *args, **kwargs):
+            return np.add(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(np.add, name)
+
+        def at(self, *args):
+            calls.append(args[1])
+            return np.add.at(*args)
+
+    class Numpy:  # what tinytorch.autograd sees as `np`
+        add = CountingAdd()
+
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+    monkeypatch.setattr(ag, "np", Numpy())
+    x = ag.tensor(np.arange(24.0).reshape(4, 6), requires_grad=True)
+    for index in [0, -1, (slice(None), 2), (1, slice(1, 5, 2)), ag.tensor([0, 2, 3]), (slice(None), ag.tensor([1, 4]))]:
+        x[index].sum().backward()
+    assert calls == []
+    x.grad = None
+    x[ag.tensor([3, 1, 3])].sum().backward()
+    x[ag.tensor([2, 1])].sum().backward()
+    x[ag.tensor([-1, 0])].sum().backward()  # negative: not known to be sorted after wrapping
+    assert len(calls) == 3
+    assert x.grad.numpy()[:, 0].tolist() == [1, 1 + 1, 1, 2 + 1]
+
+
+def _scatter_back(shape, rearrange, grad):
+    """The gradient of `rearrange` (numpy views only) at an array of `shape`: each element back home."""
+    positions = rearrange(np.arange(int(np.prod(shape))).reshape(shape))
+    out = np.zeros(int(np.prod(shape)), grad.dtype)
+    out[positions.ravel()] = grad.ravel()
+    return out.reshape(shape)
+
+
+def test_view_permute_transpose_chains_copy_nothing_forward_and_only_what_backward_needs():
+    """q, k, v = qkv.view(b, t, 3, h, d).permute(2, 0, 3, 1, 4) and transposes are views of qkv's storage.
+    Backward of permute/transpose chains allocates only qkv's .grad (one gradient's size); a view back
+    to (b, t, 3c) adds the one copy that reshaping a non-contiguous gradient needs (the engine then
+    copies that reshaped view into .grad: 2 sizes; an engine that kept it would need 1)."""
+    b, t, h, d = 4, 32, 4, 32
+    c = h * d
+    qkv = ag.tensor(np.random.default_rng(0).standard_normal((b, t, 3 * c)).astype(np.float32), requires_grad=True)
+    size = qkv.numpy().nbytes
+    q, k, v = qkv.view(b, t, 3, h, d).permute(2, 0, 3, 1, 4)
+    for z in (q, k, v, k.transpose(-2, -1)):
+        assert np.shares_memory(z.numpy(), qkv.numpy())
+    cases = [(lambda x: x.transpose(0, 1).permute(2, 0, 1).transpose(-1, -2),
+              lambda a: a.transpose(1, 0, 2).transpose(2, 0, 1).transpose(0, 2, 1), 1.1),
+             (lambda x: x.view(b, t, 3, h, d).permute(2, 0, 3, 1, 4),
+              lambda a: a.reshape(b, t, 3, h, d).transpose(2, 0, 3, 1, 4), 2.1)]
+    for seed_value, (chain, rearrange, limit) in enumerate(cases):
+        qkv.grad = None
+        y = chain(qkv)
+        assert np.shares_memory(y.numpy(), qkv.numpy())
+        seed = ag.tensor(np.random.default_rng(seed_value).standard_normal(y.shape).astype(np.float32))
+        tracemalloc.start()
+        y.backward(seed)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < limit * size, f"backward allocated {peak / size:.2f}x the gradient (limit {limit})"
+        assert np.array_equal(qkv.grad.numpy(), _scatter_back(qkv.shape, rearrange, seed.numpy()))

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import tinytorch
 import tinytorch.nn as nn
 import tinytorch.nn.functional as F
 from tinytorch.autograd import Tensor, gradcheck
@@ -418,3 +419,52 @@ def test_given_functions_against_torch_when_installed():
             theirs()
         kind, message = error(ours)
         assert kind is type(want.value) and message.startswith(str(want.value).split("\n")[0])
+
+
+def test_float32_erf_is_accurate_on_a_dense_grid():
+    """The given float32 erf (a rational approximation) against math.erf, everywhere that matters."""
+    from tinytorch.nn import _erf
+    x = np.concatenate([np.linspace(-7, 7, 140_001), [0.0, -0.0, 1e-30, -1e-30, 4.0, -4.0, 50.0, -50.0]])
+    x32 = x.astype(np.float32)
+    got = _erf(x32)
+    want = np.array([math.erf(v) for v in x32.astype(np.float64)])
+    assert got.dtype == np.float32 and got.shape == x32.shape
+    assert np.max(np.abs(got - want)) < 5e-7  # about 4 float32 roundings at 1; float32's eps is 1.2e-7
+    small = np.abs(x32) < 1e-3  # near 0 the error is relative: erf(x) ~ 2x/sqrt(pi)
+    assert np.allclose(got[small], want[small], rtol=1e-6, atol=0)
+    assert np.array_equal(got[-4:], np.float32([1, -1, 1, -1])) and np.all(np.abs(got) <= 1)
+    assert np.isnan(_erf(np.float32([np.nan]))).all()
+    x64 = np.linspace(-5, 5, 1001)  # other dtypes keep the exact function
+    assert np.allclose(_erf(x64), [math.erf(v) for v in x64], rtol=0, atol=1e-14)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 300), seed=st.integers(0, 2**16))
+def test_exact_gelu_float32_value_and_gradient(n, seed):
+    """Exact GELU in float32 against the float64 formula, and its gradient against finite differences."""
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(n) * 3).astype(np.float32)
+    x = tinytorch.tensor(a, requires_grad=True)
+    y = F.gelu(x)
+    exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in a.astype(np.float64)])
+    assert y.numpy().dtype == np.float32
+    assert np.allclose(y.numpy(), exact, rtol=1e-6, atol=1e-6)
+    y.sum().backward()
+    h = 1e-3  # central differences of the float32 function, in float64 arithmetic on its outputs
+    up = F.gelu(tinytorch.tensor((a.astype(np.float64) + h).astype(np.float32))).numpy().astype(np.float64)
+    down = F.gelu(tinytorch.tensor((a.astype(np.float64) - h).astype(np.float32))).numpy().astype(np.float64)
+    step = (a.astype(np.float64) + h).astype(np.float32).astype(np.float64) - \
+        (a.astype(np.float64) - h).astype(np.float32).astype(np.float64)
+    assert np.allclose(x.grad.numpy(), (up - down) / step, rtol=1e-3, atol=2e-3)
+
+
+def test_exact_gelu_float32_matches_torch():
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(0).standard_normal((64, 257)).astype(np.float32) * 4
+    g = np.random.default_rng(1).standard_normal(a.shape).astype(np.float32)
+    x, tx = tinytorch.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    F.gelu(x).backward(tinytorch.tensor(g))
+    want = torch.nn.functional.gelu(tx)
+    want.backward(torch.tensor(g))
+    assert np.allclose(F.gelu(tinytorch.tensor(a)).numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+    assert np.allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -27,6 +27,8 @@ _LATER = {
     "nn.functional": {"scaled_dot_product_attention": "attention", "conv2d": "conv", "max_pool2d": "conv",
                       "avg_pool2d": "conv", "batch_norm": "conv"},
 }
+# Names of hand-written modules at the top level, as PyTorch has them (name: module).
+_HAND_WRITTEN = {"set_num_threads": "parallel", "get_num_threads": "parallel"}
 _ALL_RE = _re.compile(r"^__all__\s*=\s*(\[.*?\])", _re.S | _re.M)
 
 
@@ -150,7 +152,7 @@ def __getattr__(name):
         return _submodule(name)
     if name in _NOTEBOOK_OF:
         raise _not_exported(name, f"tinytorch.{name}")
-    module = _owner(name)
+    module = _HAND_WRITTEN.get(name) or _owner(name)
     if module is not None:
         value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
         globals()[name] = value  # later lookups skip this function, as for an imported submodule
@@ -168,6 +170,7 @@ def __dir__():
     names = {n for n in globals() if not n.startswith("_")} | {"__version__"}
     names |= {p.stem for p in _HERE.glob("*.py") if not p.stem.startswith("_")}
     names |= {p.parent.name for p in _HERE.glob("*/__init__.py")}
+    names |= set(_HAND_WRITTEN)
     for module in _NOTEBOOK_OF:
         if (_HERE / f"{module}.py").is_file():
             names.update(_names_of(module))

@@ -1178,6 +1178,21 @@ class MatMul(Function):
         ### END SOLUTION
 
 # %% ../modules/03_autograd/03_autograd.ipynb #f1ee2502
+def _picks_each_once(index):
+    """Given: True where a numpy `index` picks every position of the array at most once: basic
+    indices only (ints, slices, None, ...), or a single 1-d integer array that is strictly increasing
+    (sorted and unique, as `torch.arange` or a sorted selection). Then the gradient can be written
+    straight into `out[index]` (for basic indices a strided view of `out`), with no scatter."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i in parts if not (i is None or i is Ellipsis or isinstance(i, slice)
+                                       or (isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))))]
+    if not arrays:
+        return True
+    a = arrays[0]
+    return (len(arrays) == 1 and isinstance(a, np.ndarray) and a.ndim == 1 and a.dtype.kind in "iu"
+            and (a.size < 2 or (a[0] >= 0 and bool(np.all(a[1:] > a[:-1])))))
+
+
 class Index(Function):
     @staticmethod
     def forward(ctx, x, index):
@@ -1190,7 +1205,11 @@ class Index(Function):
         index = ctx.inputs[1]
         ### BEGIN SOLUTION
         out = np.zeros(ctx.shape, dtype=grad.dtype)
-        np.add.at(out, _numpy_index(index), grad)
+        index = _numpy_index(index)
+        if _picks_each_once(index):
+            out[index] = grad  # each position at most once: a plain (strided) write
+        else:
+            np.add.at(out, index, grad)  # repeated positions: the scatter-add sums them
         return out, None
         ### END SOLUTION
 

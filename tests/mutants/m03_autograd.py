@@ -74,7 +74,8 @@ MUTANTS += [
      "grad_b = (np.swapaxes(A, -1, -2) @ G).reshape(b.shape)"),
     ("matmul", "1-d operands not promoted", "        A = a[None, :] if a.ndim == 1 else a\n", "        A = a\n"),
     ("index_backward", "repeated indices written, not added",
-     "        np.add.at(out, _numpy_index(index), grad)", "        out[_numpy_index(index)] = grad"),
+     "            np.add.at(out, index, grad)  # repeated positions: the scatter-add sums them",
+     "            out[index] = grad"),
 ]
 MUTANTS += [
     ("context", "a saved number is checked for a version",

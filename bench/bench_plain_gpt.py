@@ -1,0 +1,80 @@
+"""Training step of a GPT written in plain PyTorch style, run on TinyTorch, against the same file on PyTorch.
+
+The model is `tests/pytorch_style/gpt.py` (one `qkv` projection, `view(...).permute(2, 0, 3, 1, 4)`
+and unpacking into q, k, v, `F.scaled_dot_product_attention(is_causal=True)`, exact `F.gelu`,
+`nn.LayerNorm`, `F.cross_entropy`, `optim.AdamW`), loaded unmodified with `torch` aliased to
+`tinytorch`, and again on the real PyTorch. Sizes as `bench/bench_gpt.py` (vocab 100, context 64,
+width 128, 4 heads, 4 layers, batch 32, AdamW lr 1e-3, betas (0.9, 0.95), decay 0.1 on matrices).
+Both start from the same weights and see the same batches; the timing loop, thread settings and
+loss check are bench_gpt's (`compare`): loss curves equal to 1e-5 over the steps, and the ratio
+TinyTorch / PyTorch of the median step time with 1 and 2 threads, timed in this one process.
+
+    .venv/bin/python bench/bench_plain_gpt.py [--steps 20] [--rounds 3] [--threads 1 2] [--profile]
+
+`--profile` instead runs five 1-thread TinyTorch steps under cProfile and prints where the time goes.
+"""
+import cProfile
+import pstats
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
+
+import bench_gpt  # noqa: E402  (the shared harness)
+from bench_gpt import BATCH, BETAS, BLOCK, DECAY, HEADS, LAYERS, LR, VOCAB, WIDTH, batches, compare  # noqa: E402
+from test_pytorch_style import load_model_file  # noqa: E402
+
+import tinytorch  # noqa: E402
+from tinytorch.training import keep_freed_memory  # noqa: E402
+from tinytorch_course.torch_gpt import describe_blas  # noqa: E402
+
+TOLERANCE = 1e-5
+
+
+def setup(torch_module, gpt, weights=None):
+    """A training step of gpt.TinyGPT at the benchmark's sizes on `torch_module` (tinytorch or torch)."""
+    cfg = gpt.Config(vocab_size=VOCAB, context=BLOCK, width=WIDTH, heads=HEADS, layers=LAYERS)
+    model = gpt.TinyGPT(cfg)
+    if weights is not None:
+        model.load_state_dict({k: torch_module.tensor(v) for k, v in weights.items()})
+    opt = model.configure_optimizer(LR, DECAY, BETAS)
+
+    def step(x, y):
+        _, loss = model(torch_module.tensor(x), torch_module.tensor(y))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return model, step
+
+
+def main():
+    profile = "--profile" in sys.argv
+    if profile:
+        sys.argv.remove("--profile")
+    args = bench_gpt.parse_args(__doc__)
+    print(describe_blas())
+    keep_freed_memory()
+    tinytorch.manual_seed(0)
+    model, tt_step = setup(tinytorch, load_model_file(on_tinytorch=True))
+    data = batches(args.steps)
+    if profile:
+        with bench_gpt.set_threads(1):
+            tt_step(*data[0])
+            cProfile.runctx("for x, y in data[1:6]: tt_step(x, y)", globals(), locals(), "/tmp/plain_gpt.prof")
+        pstats.Stats("/tmp/plain_gpt.prof").sort_stats("tottime").print_stats(25)
+        return
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: timing TinyTorch alone")
+    weights = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    th_step = setup(torch, load_model_file(on_tinytorch=False), weights)[1] if torch is not None else None
+    compare(tt_step, th_step, data, args, tol=TOLERANCE, torch=torch)
+
+
+if __name__ == "__main__":
+    main()
