@@ -408,7 +408,7 @@ class Listener:
                 pass
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # graded once per session, as test_grading's sample class
 def graded(built_course, tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile") / "course"
     shutil.copytree(built_course, root)
