@@ -35,7 +35,7 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
+    # (no CheckCellMetadata here: Autograde's sanitize step checked the same metadata before it ran)
     "tinytorch_course.sandbox.FlagForReview",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",  # the formgrader shows what is stored: no live script
 ]

@@ -294,14 +294,15 @@ def _result(future, job):
 
 
 def merge(root, job):
-    """Record an executed notebook in the real gradebook: nbgrader's Autograde minus execution."""
+    """Record an executed notebook in the real gradebook: nbgrader's Autograde minus execution
+    (and minus its metadata checks: the worker's Autograde made them on this notebook)."""
     from traitlets.config import Config
     from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, SaveAutoGrades
+    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 
     config = Config()
     config.Autograde.sanitize_preprocessors = []
-    config.Autograde.autograde_preprocessors = [SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    config.Autograde.autograde_preprocessors = [SaveAutoGrades, AssignLatePenalties]
     grader = api(root, config=config, submitted_directory=job["results"])
     check(grader.autograde(job["module"], job["student"], force=True, create=True),
           f"recording {job['module']} for {job['student']}")
