@@ -600,6 +600,8 @@ def test_no_network(graded):
 def test_the_grader_s_environment_does_not_reach_the_submission(graded):
     assert SECRET not in executed_text(graded, "env-secret")
     assert SECRET not in feedback(graded, "env-secret")
+    # but nbgrader's own signal does: notebooks may shorten their demos while graded
+    assert "('NBGRADER_EXECUTION', 'autograde')" in printed(graded, "env-secret")
 
 
 def test_a_fork_bomb_is_stopped_by_the_process_limit(graded):

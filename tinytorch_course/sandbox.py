@@ -51,6 +51,13 @@ class SandboxError(RuntimeError):
     """The sandbox cannot be set up on this machine (the message says what to install)."""
 
 
+def execution_mode():
+    """`{"NBGRADER_EXECUTION": ...}` while nbgrader autogrades or validates (it sets that variable
+    for notebooks to read, e.g. to skip long demos), else `{}`."""
+    mode = os.environ.get("NBGRADER_EXECUTION")
+    return {"NBGRADER_EXECUTION": mode} if mode in ("autograde", "validate") else {}
+
+
 def require_bubblewrap():
     if shutil.which("bwrap") is None:
         raise SandboxError("grading needs bubblewrap: install it (Debian/Ubuntu: apt-get install "
@@ -97,10 +104,17 @@ def reference_package(root, module_id, cache_dir):
     return _publish(staging, target)
 
 
+# Graded notebooks draw no figures: the sandbox's matplotlib uses the Agg backend (MPLBACKEND),
+# so `plt.show()` renders nothing (pictures teach; drawing them cost about 0.5 s a notebook) and
+# figures left open do not warn.
+MATPLOTLIBRC = "figure.max_open_warning: 0\n"
+
+
 def kernel_files(cache_dir):
-    """The sandbox's own files (`kernel_main`, `kernel_guard`) and a prebuilt matplotlib font
-    cache, in one folder that is mounted read-only; cached."""
-    digest = hashlib.sha256(b"".join((HERE / name).read_bytes() for name in KERNEL_FILES))
+    """The sandbox's own files (`kernel_main`, `kernel_guard`), a prebuilt matplotlib font cache and
+    its matplotlibrc, in one folder that is mounted read-only; cached."""
+    digest = hashlib.sha256(b"".join((HERE / name).read_bytes() for name in KERNEL_FILES)
+                            + MATPLOTLIBRC.encode())
     target = Path(cache_dir) / f"kernel-{digest.hexdigest()[:16]}"
     if target.is_dir():
         return target
@@ -108,6 +122,7 @@ def kernel_files(cache_dir):
     for name in KERNEL_FILES:
         shutil.copyfile(HERE / name, staging / name)
     (staging / "mpl").mkdir()
+    (staging / "mpl" / "matplotlibrc").write_text(MATPLOTLIBRC)
     subprocess.run([sys.executable, "-I", "-c", "import matplotlib.font_manager"], check=True,
                    env={**os.environ, "MPLCONFIGDIR": str(staging / "mpl")}, capture_output=True)
     compileall.compile_dir(staging, quiet=1)
@@ -238,7 +253,10 @@ class SandboxedExecute(verdicts.RecordingExecute):
         spec_path.chmod(0o600)
 
     def kernel_env(self):
-        return {"PATH": os.environ.get("PATH", ""), "TINYTORCH_SANDBOX": str(self._spec_path)}
+        """The launcher's environment: PATH, the job spec, and nbgrader's `NBGRADER_EXECUTION`
+        (which the sandbox passes on: notebooks may run shorter demos while graded)."""
+        return {"PATH": os.environ.get("PATH", ""), "TINYTORCH_SANDBOX": str(self._spec_path),
+                **execution_mode()}
 
     def create_kernel_manager(self):
         """The sandbox kernel, whatever `Execute.kernel_name` says; it talks over unix sockets in

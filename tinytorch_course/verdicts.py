@@ -27,6 +27,7 @@ import stat
 import nbformat
 from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
+from nbgrader.utils import setenv
 from traitlets import Unicode
 
 from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
@@ -304,7 +305,8 @@ def reference_records(root, module_id, cache_dir, kernel_name):
     notebook = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
     workdir = notebooks.notebook_path(root, "modules", module_id).parent
     # files of this process only: another process sharing the cache may be making the same key
-    with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache.parent) as scratch:
+    with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache.parent) as scratch, \
+            setenv(NBGRADER_EXECUTION="autograde"):  # as submissions run: nbgrader sets it
         cell_records = execute_recording(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name)
         errors = notebooks.error_outputs(notebook)
         if errors:
