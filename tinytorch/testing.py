@@ -17,6 +17,9 @@ process, with what the answer key returns on the same inputs:
     record(value, what)                  a result to compare with the answer key's
     record_error(fn, *args, what=...)    the error fn(*args) raises (or the value it returns)
 
+While nbgrader grades or validates a notebook, `being_graded()` is true: demos that only show
+something (a training run, a timing table) run shorter then; no test depends on them.
+
 When the grader sets $TINYTORCH_RECORDS, every check also appends one JSON line there: what was
 checked, where, and the values as plain data. Elsewhere (your notebook, ./learn check) `record`
 and `record_error` do nothing and the asserts only assert.
@@ -31,7 +34,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["assert_equal", "assert_close", "assert_raises", "assert_true", "record", "record_error"]
+__all__ = ["assert_equal", "assert_close", "assert_raises", "assert_true", "record", "record_error",
+           "being_graded"]
 
 MAX_SHOWN = 6  # elements of an array shown in a message
 
@@ -386,3 +390,7 @@ def record_error(fn, *args, what, match=None, **kwargs):
     if _records is not None:
         _write("record_error", what, got=got, match=match)
 
+
+def being_graded():
+    """True while nbgrader autogrades or validates this notebook (it sets $NBGRADER_EXECUTION)."""
+    return bool(os.environ.get("NBGRADER_EXECUTION"))

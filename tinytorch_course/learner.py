@@ -195,7 +195,8 @@ def _copy(notebook):
 
 
 def execute(root, notebook, workdir, timeout=120):
-    """Run every cell of (a copy of) `notebook` in a fresh kernel, errors allowed."""
+    """Run every cell of (a copy of) `notebook` in a fresh kernel, errors allowed, as nbgrader's
+    validate runs it (with $NBGRADER_EXECUTION set: demos run as short as when graded)."""
     from nbclient import NotebookClient
 
     notebook = _copy(notebook)
@@ -204,7 +205,7 @@ def execute(root, notebook, workdir, timeout=120):
     client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             resources={"metadata": {"path": str(workdir)}})
-    client.execute(env=kernel_env(root))
+    client.execute(env={**kernel_env(root), "NBGRADER_EXECUTION": "validate"})
     return notebook
 
 
