@@ -95,13 +95,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
     _check_attention(query, key, value, attn_mask)
     L, S = query.shape[-2], key.shape[-2]
     dtype = query.numpy().dtype
+    ### BEGIN SOLUTION
     bias = attention_bias(L, S, attn_mask, is_causal, dtype)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     mask = None
     if dropout_p > 0:
-        shape = np.broadcast_shapes(query.shape[:-1], key.shape[:-2] + (1,)) + (S,)
+        shape = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (L, S)
         keep = _rng(generator).random(shape) >= dropout_p
         mask = keep.astype(dtype) * dtype.type(1 / (1 - dropout_p))
+    ### END SOLUTION
     if isinstance(attn_mask, Tensor) and attn_mask.requires_grad and is_grad_enabled():
         # a float mask that needs its gradient: the same formula from recorded operations
         weights = softmax(query.matmul(key.transpose(-2, -1)) * scale + attn_mask, -1)
@@ -152,9 +154,11 @@ class Select(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         full = np.zeros(ctx.shape, grad.dtype)
         full[ctx.i] = grad
         return full, None
+        ### END SOLUTION
 
 
 def select(x, i):
@@ -199,12 +203,14 @@ class MultiHeadAttention(Module):
         ### END SOLUTION
 
     def forward(self, x, attn_mask=None, need_weights=False):
+        ### BEGIN SOLUTION
         q, k, v = self.split_heads(self.qkv(x))
         out = self.proj(self.merge_heads(self.attend(q, k, v, attn_mask)))
         weights = None
         if need_weights:
             weights = attention_weights(q, k, attn_mask, self.causal and attn_mask is None)
         return out, weights
+        ### END SOLUTION
 
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, causal={self.causal}"
@@ -232,7 +238,9 @@ class SinusoidalPositionalEncoding(Module):
         self.pe = sinusoidal_encoding(max_len, dim)  # a plain Tensor: not a parameter
 
     def forward(self, x):
+        ### BEGIN SOLUTION
         return x + self.pe[:x.shape[-2]]
+        ### END SOLUTION
 
 
 class LearnedPositionalEmbedding(Module):
@@ -243,7 +251,9 @@ class LearnedPositionalEmbedding(Module):
         self.embedding = Embedding(max_len, dim)
 
     def forward(self, x, start=0):
+        ### BEGIN SOLUTION
         T = x.shape[-2]
         if start + T > self.embedding.num_embeddings:
             raise ValueError(f"positions up to {start + T} exceed max_len {self.embedding.num_embeddings}")
         return x + self.embedding(np.arange(start, start + T))
+        ### END SOLUTION
