@@ -97,10 +97,12 @@ class BPETokenizer:
 
     def __init__(self, merges=()):
         self.merges = [tuple(int(i) for i in m) for m in merges]
+        ### BEGIN SOLUTION
         self.vocab = [bytes([b]) for b in range(256)]
         for a, b in self.merges:
             self.vocab.append(self.vocab[a] + self.vocab[b])
         self.ranks = {pair: 256 + r for r, pair in enumerate(self.merges)}
+        ### END SOLUTION
         self.vocab_size = len(self.vocab)
 
     @classmethod
@@ -122,6 +124,8 @@ class BPETokenizer:
         return cls(merges)
 
     def encode(self, text):
+        """The ids of `text`: its UTF-8 bytes, then the learned merges, earliest learned first."""
+        ### BEGIN SOLUTION
         ids = list(text.encode("utf-8"))
         while len(ids) > 1:
             pair = min(set(zip(ids, ids[1:])), key=lambda p: self.ranks.get(p, math.inf))
@@ -129,9 +133,13 @@ class BPETokenizer:
                 break
             ids = merge_pair(ids, pair, self.ranks[pair])
         return ids
+        ### END SOLUTION
 
     def decode(self, ids):
+        """The text of `ids`: their bytes joined, decoded as UTF-8 (errors replaced)."""
+        ### BEGIN SOLUTION
         return b"".join(self.vocab[int(i)] for i in ids).decode("utf-8", errors="replace")
+        ### END SOLUTION
 
     def save(self, path):
         Path(path).write_text(json.dumps({"merges": self.merges}))
@@ -152,11 +160,13 @@ class LayerCache:
 
     def append(self, k, v):
         """Append new keys and values (Tensors (B, H, T, d)); returns (all k, all v, old length)."""
+        ### BEGIN SOLUTION
         past = len(self)
         k, v = k.numpy(), v.numpy()
         self.k = k.copy() if self.k is None else np.concatenate([self.k, k], axis=-2)
         self.v = v.copy() if self.v is None else np.concatenate([self.v, v], axis=-2)
         return Tensor._from_array(self.k), Tensor._from_array(self.v), past
+        ### END SOLUTION
 
 
 class KVCache:
@@ -281,8 +291,10 @@ def sampling_probs(logits, temperature=1.0, top_k=None, top_p=None):
 
 def sample(probs, rng):
     """One index per row of `probs` (..., V), drawn with numpy Generator `rng`."""
+    ### BEGIN SOLUTION
     u = rng.random(probs.shape[:-1] + (1,))
     return np.minimum((np.cumsum(probs, axis=-1) < u).sum(axis=-1), probs.shape[-1] - 1)
+    ### END SOLUTION
 
 # %% ../modules/07_transformer/07_transformer.ipynb #0fb8a679
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,
@@ -345,6 +357,7 @@ def get_batch(data, block_size, batch_size, rng):
 @no_grad()
 def estimate_loss(model, data, block_size, batch_size, batches=4, seed=1234):
     """Mean loss over `batches` fixed random batches of `data` (eval mode, no grad)."""
+    ### BEGIN SOLUTION
     rng, total, mode = np.random.default_rng(seed), 0.0, model.training
     model.eval()
     for _ in range(batches):
@@ -352,12 +365,15 @@ def estimate_loss(model, data, block_size, batch_size, batches=4, seed=1234):
         total += model(x, targets=y)[1].item()
     model.train(mode)
     return total / batches
+    ### END SOLUTION
 
 
 def make_optimizer(model, lr, weight_decay=0.1, betas=(0.9, 0.95)):
     """AdamW with decay on 2-D weights except the position table (one group each way)."""
+    ### BEGIN SOLUTION
     decay = [p for n, p in model.named_parameters() if p.ndim == 2 and not n.startswith("pos.")]
     rest = [p for n, p in model.named_parameters() if not (p.ndim == 2 and not n.startswith("pos."))]
+    ### END SOLUTION
     return AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
                  lr=lr, betas=betas)
 
@@ -400,6 +416,7 @@ def train_gpt(model, train_data, val_data, steps, batch_size=32, lr=3e-3, warmup
     began, elapsed0 = time.perf_counter(), (history["seconds"][-1] if history["seconds"] else 0.0)
     step = start
     while step < steps:
+        ### BEGIN SOLUTION
         for group in opt.param_groups:
             group["lr"] = warmup_cosine(step, lr, warmup, steps, lr / 10 if min_lr is None else min_lr)
         x, y = get_batch(train_data, block, batch_size, rng)
@@ -408,6 +425,7 @@ def train_gpt(model, train_data, val_data, steps, batch_size=32, lr=3e-3, warmup
         batch_loss.backward()
         grad_norm = clip_grad_norm_(model.parameters(), max_norm)
         opt.step()
+        ### END SOLUTION
         step += 1
         seconds = elapsed0 + time.perf_counter() - began
         history["step"].append(step); history["loss"].append(batch_loss.item()); history["seconds"].append(seconds)
@@ -453,6 +471,8 @@ def plot_loss(history, ax=None):
 
 def unigram_loss(train_data, val_data, vocab_size):
     """Cross-entropy of the validation tokens under the training tokens' frequencies (add-one)."""
+    ### BEGIN SOLUTION
     counts = np.bincount(train_data, minlength=vocab_size) + 1.0
     logp = np.log(counts / counts.sum())
     return float(-logp[val_data].mean())
+    ### END SOLUTION
