@@ -139,11 +139,13 @@ def _check_attention(query, key, value, attn_mask):
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     """The attention probabilities softmax(scale * q k^T + bias), shape (..., L, S), not recorded."""
     q, k = query.numpy(), key.numpy()
+    ### BEGIN SOLUTION
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     bias = attention_bias(q.shape[-2], k.shape[-2], attn_mask, is_causal, s.dtype)
     s = s if bias is None else s + bias
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     return Tensor._from_array(e / e.sum(axis=-1, keepdims=True))
+    ### END SOLUTION
 
 # %% ../modules/06_attention/06_attention.ipynb #2075c62c
 class Select(Function):

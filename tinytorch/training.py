@@ -192,12 +192,16 @@ class LRScheduler:
         raise NotImplementedError
 
     def _apply(self):
+        ### BEGIN SOLUTION
         for group, base in zip(self.optimizer.param_groups, self.base_lrs):
             group["lr"] = self.rule(self.last_step, base)
+        ### END SOLUTION
 
     def step(self):
+        ### BEGIN SOLUTION
         self.last_step += 1
         self._apply()
+        ### END SOLUTION
 
     def get_last_lr(self):
         return [group["lr"] for group in self.optimizer.param_groups]
@@ -218,7 +222,9 @@ class StepLR(LRScheduler):
         super().__init__(optimizer)
 
     def rule(self, step, base_lr):
+        ### BEGIN SOLUTION
         return base_lr * self.gamma ** (step // self.step_size)
+        ### END SOLUTION
 
 
 class WarmupCosineLR(LRScheduler):

@@ -29,10 +29,12 @@ class CharTokenizer:
     """One id per character of the training text (sorted), plus 256 byte ids for anything else."""
 
     def __init__(self, text="", byte_fallback=True, chars=None):
+        ### BEGIN SOLUTION
         self.chars = sorted(set(text)) if chars is None else list(chars)
         self.byte_fallback = byte_fallback
         self.stoi = {c: i for i, c in enumerate(self.chars)}
         self.vocab_size = len(self.chars) + (256 if byte_fallback else 0)
+        ### END SOLUTION
 
     def encode(self, text):
         """A list of ids: a known character's index; an unknown one's UTF-8 bytes as n + byte."""
@@ -235,6 +237,7 @@ class GPT(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        ### BEGIN SOLUTION
         depth_scale = 1 / math.sqrt(2 * len(self.blocks))
         for name, p in self.named_parameters():
             if name.endswith("bias"):
@@ -242,6 +245,7 @@ class GPT(Module):
             elif p.ndim == 2:
                 scaled = name.endswith("proj.weight") or name.endswith("fc_out.weight")
                 init.normal_(p, 0.0, 0.02 * (depth_scale if scaled else 1.0))
+        ### END SOLUTION
 
     def forward(self, idx, targets=None, cache=None):
         """Logits (B, T, vocab) for ids (B, T); with targets, (logits, mean cross-entropy)."""

@@ -126,3 +126,11 @@ MUTANTS += [
     ("more_nn", "Flatten leaves end_dim out of the merge",
      "return x.reshape(*x.shape[:start], -1, *x.shape[end + 1:])", "return x.reshape(*x.shape[:start], -1, *x.shape[end:])"),
 ]
+MUTANTS += [
+    ("more_nn", "nll_loss mean divides by every row, ignored ones included",
+     "scale = grad if ctx.reduction != \"mean\" else grad / max(int(ctx.keep.sum()), 1)",
+     "scale = grad if ctx.reduction != \"mean\" else grad / ctx.shape[0]"),
+    ("more_nn", "pad backward reads the gradient from the start of each dimension",
+     "inner = grad[tuple(slice(lo, n - hi) for (lo, hi), n in zip(ctx.grow, grad.shape))]",
+     "inner = grad[tuple(slice(0, n - hi - lo) for (lo, hi), n in zip(ctx.grow, grad.shape))]"),
+]

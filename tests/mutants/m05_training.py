@@ -85,3 +85,9 @@ MUTANTS += [
     ("fit", "load_checkpoint skips the optimizer",
      "    if optimizer is not None and state[\"optimizer\"] is not None:\n        optimizer.load_state_dict(state[\"optimizer\"])\n", ""),
 ]
+MUTANTS += [
+    ("schedulers", "StepLR decays at every step", "return base_lr * self.gamma ** (step // self.step_size)",
+     "return base_lr * self.gamma ** step"),
+    ("schedulers", "step applies the rule before counting",
+     "        self.last_step += 1\n        self._apply()\n", "        self._apply()\n        self.last_step += 1\n"),
+]

@@ -83,3 +83,8 @@ MUTANTS += [
     ("positions", "sinusoidal rows taken from the end of the table",
      "return x + self.pe[:x.shape[-2]]", "return x + self.pe[-x.shape[-2]:]"),
 ]
+MUTANTS += [
+    ("sdpa", "attention_weights without the scale",
+     "s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)",
+     "s = np.matmul(q, np.swapaxes(k, -1, -2))"),
+]

@@ -98,3 +98,10 @@ MUTANTS += [
     ("train_gpt", "unigram baseline without add-one smoothing",
      "counts = np.bincount(train_data, minlength=vocab_size) + 1.0", "counts = np.bincount(train_data, minlength=vocab_size) + 0.0"),
 ]
+MUTANTS += [
+    ("char_tokenizer", "vocabulary in order of first occurrence, not sorted",
+     "self.chars = sorted(set(text)) if chars is None else list(chars)",
+     "self.chars = list(dict.fromkeys(text)) if chars is None else list(chars)"),
+    ("gpt", "residual projections not scaled down with depth",
+     "init.normal_(p, 0.0, 0.02 * (depth_scale if scaled else 1.0))", "init.normal_(p, 0.0, 0.02)"),
+]
