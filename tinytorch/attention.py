@@ -177,8 +177,10 @@ class MultiHeadAttention(Module):
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
         self.dropout, self.causal, self.generator = dropout, causal, generator
+        ### BEGIN SOLUTION
         self.qkv = Linear(embed_dim, 3 * embed_dim, bias=bias)
         self.proj = Linear(embed_dim, embed_dim, bias=bias)
+        ### END SOLUTION
 
     def split_heads(self, qkv):
         """(B, T, 3C) -> q, k, v, each (B, H, T, d), as views."""

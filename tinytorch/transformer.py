@@ -206,6 +206,7 @@ class TransformerBlock(Module):
 
     def __init__(self, embed_dim, num_heads, mlp_ratio=4, dropout=0.0):
         super().__init__()
+        ### BEGIN SOLUTION
         self.ln1 = LayerNorm(embed_dim)
         self.attn = CausalSelfAttention(embed_dim, num_heads, dropout)
         self.ln2 = LayerNorm(embed_dim)
@@ -213,6 +214,7 @@ class TransformerBlock(Module):
         self.act = GELU(approximate="tanh")
         self.fc_out = Linear(mlp_ratio * embed_dim, embed_dim)
         self.drop = Dropout(dropout)
+        ### END SOLUTION
 
     def forward(self, x, cache=None):
         ### BEGIN SOLUTION

@@ -91,3 +91,10 @@ MUTANTS += [
     ("schedulers", "step applies the rule before counting",
      "        self.last_step += 1\n        self._apply()\n", "        self._apply()\n        self.last_step += 1\n"),
 ]
+MUTANTS += [
+    ("digits", "an activation after the last layer",
+     "return nn.Sequential(*layers, nn.Linear(width, 10))", "return nn.Sequential(*layers, nn.Linear(width, 10), nn.ReLU())"),
+    ("digits", "confusion matrix transposed",
+     "np.add.at(counts, (np.asarray(targets), np.asarray(predictions)), 1)",
+     "np.add.at(counts, (np.asarray(predictions), np.asarray(targets)), 1)"),
+]

@@ -88,3 +88,7 @@ MUTANTS += [
      "s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)",
      "s = np.matmul(q, np.swapaxes(k, -1, -2))"),
 ]
+MUTANTS += [
+    ("mha", "output projection always with a bias",
+     "        self.proj = Linear(embed_dim, embed_dim, bias=bias)\n", "        self.proj = Linear(embed_dim, embed_dim)\n"),
+]

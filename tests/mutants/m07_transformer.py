@@ -105,3 +105,7 @@ MUTANTS += [
     ("gpt", "residual projections not scaled down with depth",
      "init.normal_(p, 0.0, 0.02 * (depth_scale if scaled else 1.0))", "init.normal_(p, 0.0, 0.02)"),
 ]
+MUTANTS += [
+    ("transformer_block", "exact GELU instead of the tanh approximation",
+     "self.act = GELU(approximate=\"tanh\")", "self.act = GELU()"),
+]
