@@ -291,20 +291,28 @@ class TensorDataset(Dataset):
             raise ValueError("TensorDataset needs tensors with the same first dimension")
 
     def __len__(self):
+        ### BEGIN SOLUTION
         return len(self.arrays[0])
+        ### END SOLUTION
 
     def __getitem__(self, index):
+        ### BEGIN SOLUTION
         return tuple(Tensor.tensor(a[index]) for a in self.arrays)
+        ### END SOLUTION
 
     def batch(self, indices):
         """The examples at `indices`, stacked: one fancy-index per tensor."""
+        ### BEGIN SOLUTION
         return tuple(Tensor._from_array(a[indices]) for a in self.arrays)
+        ### END SOLUTION
 
 
 def default_collate(examples):
     """Stack a list of examples (tuples of tensors or numbers) into a tuple of batch tensors."""
+    ### BEGIN SOLUTION
     columns = zip(*[e if isinstance(e, tuple) else (e,) for e in examples])
     return tuple(Tensor._from_array(np.stack([_as_numpy(v) for v in column])) for column in columns)
+    ### END SOLUTION
 
 
 class DataLoader:

@@ -231,11 +231,13 @@ class GPT(Module):
         self.config = dict(vocab_size=vocab_size, block_size=block_size, n_layer=n_layer,
                            n_head=n_head, n_embd=n_embd, dropout=dropout)
         self.vocab_size, self.block_size = vocab_size, block_size
+        ### BEGIN SOLUTION
         self.tok = Embedding(vocab_size, n_embd)
         self.pos = Embedding(block_size, n_embd)
         self.drop = Dropout(dropout)
         self.blocks = ModuleList([TransformerBlock(n_embd, n_head, 4, dropout) for _ in range(n_layer)])
         self.ln_f = LayerNorm(n_embd)
+        ### END SOLUTION
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -98,3 +98,10 @@ MUTANTS += [
      "np.add.at(counts, (np.asarray(targets), np.asarray(predictions)), 1)",
      "np.add.at(counts, (np.asarray(predictions), np.asarray(targets)), 1)"),
 ]
+MUTANTS += [
+    ("data_loader", "TensorDataset items hold only the first tensor",
+     "return tuple(Tensor.tensor(a[index]) for a in self.arrays)", "return (Tensor.tensor(self.arrays[0][index]),)"),
+    ("data_loader", "default_collate concatenates instead of stacking",
+     "return tuple(Tensor._from_array(np.stack([_as_numpy(v) for v in column])) for column in columns)",
+     "return tuple(Tensor._from_array(np.concatenate([np.atleast_1d(_as_numpy(v)) for v in column])) for column in columns)"),
+]

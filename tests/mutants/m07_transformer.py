@@ -109,3 +109,8 @@ MUTANTS += [
     ("transformer_block", "exact GELU instead of the tanh approximation",
      "self.act = GELU(approximate=\"tanh\")", "self.act = GELU()"),
 ]
+MUTANTS += [
+    ("gpt", "blocks kept in a plain list (their parameters unregistered)",
+     "self.blocks = ModuleList([TransformerBlock(n_embd, n_head, 4, dropout) for _ in range(n_layer)])",
+     "self.blocks = [TransformerBlock(n_embd, n_head, 4, dropout) for _ in range(n_layer)]"),
+]
