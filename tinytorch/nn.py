@@ -412,12 +412,15 @@ def _rng(generator=None):
 def _fans(t):
     if t.ndim < 2:
         raise ValueError(f"fan in and fan out need a tensor of at least 2 dims, got shape {t.shape}")
+    ### BEGIN SOLUTION
     receptive = math.prod(t.shape[2:])
     return t.shape[1] * receptive, t.shape[0] * receptive
+    ### END SOLUTION
 
 
 def calculate_gain(nonlinearity, param=None):
     """PyTorch's recommended gain for a nonlinearity."""
+    ### BEGIN SOLUTION
     if nonlinearity in ("linear", "identity", "sigmoid"):
         return 1.0
     if nonlinearity == "tanh":
@@ -428,6 +431,7 @@ def calculate_gain(nonlinearity, param=None):
         slope = 0.01 if param is None else param
         return math.sqrt(2.0 / (1 + slope ** 2))
     raise ValueError(f"unsupported nonlinearity {nonlinearity!r}")
+    ### END SOLUTION
 
 
 def normal_(t, mean=0.0, std=1.0, generator=None):

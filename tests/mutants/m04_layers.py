@@ -134,3 +134,7 @@ MUTANTS += [
      "inner = grad[tuple(slice(lo, n - hi) for (lo, hi), n in zip(ctx.grow, grad.shape))]",
      "inner = grad[tuple(slice(0, n - hi - lo) for (lo, hi), n in zip(ctx.grow, grad.shape))]"),
 ]
+MUTANTS += [
+    ("init_helpers", "fans without the receptive field", "    receptive = math.prod(t.shape[2:])\n", "    receptive = 1\n"),
+    ("init_helpers", "relu gain 2 instead of sqrt(2)", "        return math.sqrt(2.0)\n", "        return 2.0\n"),
+]
