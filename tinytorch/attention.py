@@ -95,13 +95,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
     _check_attention(query, key, value, attn_mask)
     L, S = query.shape[-2], key.shape[-2]
     dtype = query.numpy().dtype
+    ### BEGIN SOLUTION
     bias = attention_bias(L, S, attn_mask, is_causal, dtype)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     mask = None
     if dropout_p > 0:
-        shape = np.broadcast_shapes(query.shape[:-1], key.shape[:-2] + (1,)) + (S,)
+        shape = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (L, S)
         keep = _rng(generator).random(shape) >= dropout_p
         mask = keep.astype(dtype) * dtype.type(1 / (1 - dropout_p))
+    ### END SOLUTION
     if isinstance(attn_mask, Tensor) and attn_mask.requires_grad and is_grad_enabled():
         # a float mask that needs its gradient: the same formula from recorded operations
         weights = softmax(query.matmul(key.transpose(-2, -1)) * scale + attn_mask, -1)
@@ -137,11 +139,13 @@ def _check_attention(query, key, value, attn_mask):
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     """The attention probabilities softmax(scale * q k^T + bias), shape (..., L, S), not recorded."""
     q, k = query.numpy(), key.numpy()
+    ### BEGIN SOLUTION
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     bias = attention_bias(q.shape[-2], k.shape[-2], attn_mask, is_causal, s.dtype)
     s = s if bias is None else s + bias
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     return Tensor._from_array(e / e.sum(axis=-1, keepdims=True))
+    ### END SOLUTION
 
 # %% ../modules/06_attention/06_attention.ipynb #2075c62c
 class Select(Function):
@@ -152,9 +156,11 @@ class Select(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         full = np.zeros(ctx.shape, grad.dtype)
         full[ctx.i] = grad
         return full, None
+        ### END SOLUTION
 
 
 def select(x, i):
@@ -171,8 +177,10 @@ class MultiHeadAttention(Module):
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
         self.dropout, self.causal, self.generator = dropout, causal, generator
+        ### BEGIN SOLUTION
         self.qkv = Linear(embed_dim, 3 * embed_dim, bias=bias)
         self.proj = Linear(embed_dim, embed_dim, bias=bias)
+        ### END SOLUTION
 
     def split_heads(self, qkv):
         """(B, T, 3C) -> q, k, v, each (B, H, T, d), as views."""
@@ -199,12 +207,14 @@ class MultiHeadAttention(Module):
         ### END SOLUTION
 
     def forward(self, x, attn_mask=None, need_weights=False):
+        ### BEGIN SOLUTION
         q, k, v = self.split_heads(self.qkv(x))
         out = self.proj(self.merge_heads(self.attend(q, k, v, attn_mask)))
         weights = None
         if need_weights:
             weights = attention_weights(q, k, attn_mask, self.causal and attn_mask is None)
         return out, weights
+        ### END SOLUTION
 
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, causal={self.causal}"
@@ -232,7 +242,9 @@ class SinusoidalPositionalEncoding(Module):
         self.pe = sinusoidal_encoding(max_len, dim)  # a plain Tensor: not a parameter
 
     def forward(self, x):
+        ### BEGIN SOLUTION
         return x + self.pe[:x.shape[-2]]
+        ### END SOLUTION
 
 
 class LearnedPositionalEmbedding(Module):
@@ -243,7 +255,9 @@ class LearnedPositionalEmbedding(Module):
         self.embedding = Embedding(max_len, dim)
 
     def forward(self, x, start=0):
+        ### BEGIN SOLUTION
         T = x.shape[-2]
         if start + T > self.embedding.num_embeddings:
             raise ValueError(f"positions up to {start + T} exceed max_len {self.embedding.num_embeddings}")
         return x + self.embedding(np.arange(start, start + T))
+        ### END SOLUTION

@@ -257,17 +257,21 @@ class Sequential(Module):
 
     def __init__(self, *modules):
         super().__init__()
+        ### BEGIN SOLUTION
         if len(modules) == 1 and isinstance(modules[0], dict):
             for name, m in modules[0].items():
                 setattr(self, name, m)
         else:
             for i, m in enumerate(modules):
                 setattr(self, str(i), m)
+        ### END SOLUTION
 
     def forward(self, x):
+        ### BEGIN SOLUTION
         for m in self._modules.values():
             x = m(x)
         return x
+        ### END SOLUTION
 
     def __getitem__(self, index):
         items = list(self._modules.values())
@@ -292,8 +296,10 @@ class ModuleList(Module):
         self.extend(modules)
 
     def append(self, module):
+        ### BEGIN SOLUTION
         setattr(self, str(len(self)), module)
         return self
+        ### END SOLUTION
 
     def extend(self, modules):
         for m in modules:
@@ -301,8 +307,10 @@ class ModuleList(Module):
         return self
 
     def __getitem__(self, index):
+        ### BEGIN SOLUTION
         items = list(self._modules.values())
         return ModuleList(items[index]) if isinstance(index, slice) else items[index]
+        ### END SOLUTION
 
     def __setitem__(self, index, module):
         setattr(self, str(range(len(self))[index]), module)
@@ -404,12 +412,15 @@ def _rng(generator=None):
 def _fans(t):
     if t.ndim < 2:
         raise ValueError(f"fan in and fan out need a tensor of at least 2 dims, got shape {t.shape}")
+    ### BEGIN SOLUTION
     receptive = math.prod(t.shape[2:])
     return t.shape[1] * receptive, t.shape[0] * receptive
+    ### END SOLUTION
 
 
 def calculate_gain(nonlinearity, param=None):
     """PyTorch's recommended gain for a nonlinearity."""
+    ### BEGIN SOLUTION
     if nonlinearity in ("linear", "identity", "sigmoid"):
         return 1.0
     if nonlinearity == "tanh":
@@ -420,6 +431,7 @@ def calculate_gain(nonlinearity, param=None):
         slope = 0.01 if param is None else param
         return math.sqrt(2.0 / (1 + slope ** 2))
     raise ValueError(f"unsupported nonlinearity {nonlinearity!r}")
+    ### END SOLUTION
 
 
 def normal_(t, mean=0.0, std=1.0, generator=None):
@@ -471,18 +483,24 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
+        ### BEGIN SOLUTION
         self.weight = Parameter(Tensor.zeros(out_features, in_features, dtype=dtype))
         self.bias = Parameter(Tensor.zeros(out_features, dtype=dtype)) if bias else None
+        ### END SOLUTION
         self.reset_parameters()
 
     def reset_parameters(self):
+        ### BEGIN SOLUTION
         kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
             uniform_(self.bias, -bound, bound)
+        ### END SOLUTION
 
     def forward(self, x):
+        ### BEGIN SOLUTION
         return LinearFunction.apply(x, self.weight, self.bias)
+        ### END SOLUTION
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -504,8 +522,10 @@ class EmbeddingFunction(Function):
             bad = index[(index < 0) | (index >= weight.shape[0])].flat[0]
             raise IndexError(f"index out of range in self (index {bad} of an embedding of "
                              f"{weight.shape[0]} rows: indices must be in [0, {weight.shape[0]}))")
+        ### BEGIN SOLUTION
         ctx.index, ctx.num = index, weight.shape[0]
         return Tensor._from_array(weight.numpy()[index])
+        ### END SOLUTION
 
     @staticmethod
     def backward(ctx, grad):
@@ -532,11 +552,15 @@ class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        ### BEGIN SOLUTION
         self.weight = Parameter(Tensor.zeros(num_embeddings, embedding_dim, dtype=dtype))
         normal_(self.weight)
+        ### END SOLUTION
 
     def forward(self, indices):
+        ### BEGIN SOLUTION
         return EmbeddingFunction.apply(self.weight, indices)
+        ### END SOLUTION
 
     def extra_repr(self):
         return f"{self.num_embeddings}, {self.embedding_dim}"
@@ -923,10 +947,12 @@ class NLLLossFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         d = np.zeros(ctx.shape, grad.dtype)
         scale = grad if ctx.reduction != "mean" else grad / max(int(ctx.keep.sum()), 1)
         d[np.arange(ctx.shape[0]), ctx.safe] = -np.where(ctx.keep, scale, 0)
         return d, None, None, None
+        ### END SOLUTION
 
 
 def nll_loss(input, target, ignore_index=-100, reduction="mean"):
@@ -939,10 +965,12 @@ def one_hot(tensor, num_classes=-1):
     index = np.asarray(as_array(tensor))
     if index.dtype.kind not in "iu":
         raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor (got {index.dtype})")
+    ### BEGIN SOLUTION
     n = int(index.max()) + 1 if num_classes == -1 and index.size else max(num_classes, 0)
     if index.size and (index.min() < 0 or index.max() >= n):
         raise RuntimeError(f"Class values must be smaller than num_classes ({n}) and not negative")
     return Tensor._from_array((index[..., None] == np.arange(n)).astype(np.int64))
+    ### END SOLUTION
 
 
 class PadFunction(Function):
@@ -957,10 +985,12 @@ class PadFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ### BEGIN SOLUTION
         inner = grad[tuple(slice(lo, n - hi) for (lo, hi), n in zip(ctx.grow, grad.shape))]
         full = np.zeros(ctx.shape, grad.dtype)  # negative pads crop: 0 there
         full[ctx.cut] = inner
         return full, None, None
+        ### END SOLUTION
 
 
 def pad(input, pad, mode="constant", value=0.0):
@@ -1001,8 +1031,10 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x):
+        ### BEGIN SOLUTION
         start, end = wrap_dim(self.start_dim, x.ndim), wrap_dim(self.end_dim, x.ndim)
         return x.reshape(*x.shape[:start], -1, *x.shape[end + 1:]) if x.ndim else x.reshape(1)
+        ### END SOLUTION
 
     def extra_repr(self):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

@@ -44,12 +44,14 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none=True):
+        ### BEGIN SOLUTION
         for group in self.param_groups:
             for p in group["params"]:
                 if set_to_none:
                     p.grad = None
                 elif p.grad is not None:
                     p.grad.numpy()[...] = 0
+        ### END SOLUTION
 
     def step(self):
         """Update every parameter that has a gradient (`update` does one parameter)."""
@@ -65,6 +67,7 @@ class Optimizer:
 
     def state_dict(self):
         """`{"state": {index: {name: array}}, "param_groups": [options, with "params" as indices]}`."""
+        ### BEGIN SOLUTION
         index = {}
         groups = []
         for group in self.param_groups:
@@ -76,8 +79,11 @@ class Optimizer:
         state = {index[id(p)]: {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in s.items()}
                  for p, s in self.state.items() if id(p) in index}
         return {"state": state, "param_groups": groups}
+        ### END SOLUTION
 
     def load_state_dict(self, state_dict):
+        """Restore group options and state saved by `state_dict` onto this optimizer's parameters."""
+        ### BEGIN SOLUTION
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
                 len(g["params"]) != len(own["params"]) for g, own in zip(groups, self.param_groups)):
@@ -88,6 +94,7 @@ class Optimizer:
             by_index.update(zip(saved["params"], own["params"]))
         self.state = {by_index[i]: {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in s.items()}
                       for i, s in state_dict["state"].items()}
+        ### END SOLUTION
 
 # %% ../modules/05_training/05_training.ipynb #84e4bb30
 class SGD(Optimizer):
@@ -185,12 +192,16 @@ class LRScheduler:
         raise NotImplementedError
 
     def _apply(self):
+        ### BEGIN SOLUTION
         for group, base in zip(self.optimizer.param_groups, self.base_lrs):
             group["lr"] = self.rule(self.last_step, base)
+        ### END SOLUTION
 
     def step(self):
+        ### BEGIN SOLUTION
         self.last_step += 1
         self._apply()
+        ### END SOLUTION
 
     def get_last_lr(self):
         return [group["lr"] for group in self.optimizer.param_groups]
@@ -211,7 +222,9 @@ class StepLR(LRScheduler):
         super().__init__(optimizer)
 
     def rule(self, step, base_lr):
+        ### BEGIN SOLUTION
         return base_lr * self.gamma ** (step // self.step_size)
+        ### END SOLUTION
 
 
 class WarmupCosineLR(LRScheduler):
@@ -278,20 +291,28 @@ class TensorDataset(Dataset):
             raise ValueError("TensorDataset needs tensors with the same first dimension")
 
     def __len__(self):
+        ### BEGIN SOLUTION
         return len(self.arrays[0])
+        ### END SOLUTION
 
     def __getitem__(self, index):
+        ### BEGIN SOLUTION
         return tuple(Tensor.tensor(a[index]) for a in self.arrays)
+        ### END SOLUTION
 
     def batch(self, indices):
         """The examples at `indices`, stacked: one fancy-index per tensor."""
+        ### BEGIN SOLUTION
         return tuple(Tensor._from_array(a[indices]) for a in self.arrays)
+        ### END SOLUTION
 
 
 def default_collate(examples):
     """Stack a list of examples (tuples of tensors or numbers) into a tuple of batch tensors."""
+    ### BEGIN SOLUTION
     columns = zip(*[e if isinstance(e, tuple) else (e,) for e in examples])
     return tuple(Tensor._from_array(np.stack([_as_numpy(v) for v in column])) for column in columns)
+    ### END SOLUTION
 
 
 class DataLoader:
@@ -306,15 +327,19 @@ class DataLoader:
 
     def __iter__(self):
         rng = (self.generator or default_generator)._rng
+        ### BEGIN SOLUTION
         for indices in batch_indices(len(self.dataset), self.batch_size, self.shuffle, self.drop_last, rng):
             if hasattr(self.dataset, "batch"):
                 yield self.dataset.batch(indices)
             else:
                 yield self.collate_fn([self.dataset[int(i)] for i in indices])
+        ### END SOLUTION
 
     def __len__(self):
+        ### BEGIN SOLUTION
         n = len(self.dataset)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        ### END SOLUTION
 
 # %% ../modules/05_training/05_training.ipynb #ec8a60fd
 def train_epoch(model, loader, loss_fn, optimizer, scheduler=None, max_norm=None, progress=None):
@@ -371,11 +396,13 @@ def fit(model, train_loader, val_loader, loss_fn, optimizer, epochs, scheduler=N
             bar.set_postfix(loss=f"{value:.4f}", refresh=False)
 
         for _ in range(epochs):
+            ### BEGIN SOLUTION
             train_epoch(model, train_loader, loss_fn, optimizer, scheduler, max_norm, report)
             for name, loader in (("train", train_loader), ("val", val_loader)):
                 loss, acc = evaluate(model, loader, loss_fn)
                 history[f"{name}_loss"].append(loss)
                 history[f"{name}_acc"].append(acc)
+            ### END SOLUTION
             bar.set_postfix(loss=f"{history['train_loss'][-1]:.4f}", val_acc=f"{history['val_acc'][-1]:.3f}")
     return history
 
@@ -405,12 +432,14 @@ def save_checkpoint(path, model, optimizer=None, **extra):
 
 def load_checkpoint(path, model, optimizer=None):
     """Load a checkpoint into `model` (and `optimizer`) in place; returns the `extra` values."""
+    ### BEGIN SOLUTION
     with open(path, "rb") as f:
         state = pickle.load(f)
     model.load_state_dict(state["model"])
     if optimizer is not None and state["optimizer"] is not None:
         optimizer.load_state_dict(state["optimizer"])
     return state["extra"]
+    ### END SOLUTION
 
 
 def keep_freed_memory():
@@ -452,18 +481,23 @@ def load_digits_split(seed=0, test_fraction=0.25, val_fraction=0.1):
 
 
 def digits_model(hidden=(256, 128), dropout=0.1):
+    """The digits MLP: (Linear, ReLU, Dropout) per hidden width, from 64 inputs, then Linear(., 10)."""
+    ### BEGIN SOLUTION
     layers, width = [], 64
     for h in hidden:
         layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
         width = h
     return nn.Sequential(*layers, nn.Linear(width, 10))
+    ### END SOLUTION
 
 
 def confusion_matrix(predictions, targets, num_classes=10):
     """counts[i, j]: examples of class i predicted as j."""
+    ### BEGIN SOLUTION
     counts = np.zeros((num_classes, num_classes), dtype=np.int64)
     np.add.at(counts, (np.asarray(targets), np.asarray(predictions)), 1)
     return counts
+    ### END SOLUTION
 
 
 def _one_blas_thread():

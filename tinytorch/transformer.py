@@ -29,10 +29,12 @@ class CharTokenizer:
     """One id per character of the training text (sorted), plus 256 byte ids for anything else."""
 
     def __init__(self, text="", byte_fallback=True, chars=None):
+        ### BEGIN SOLUTION
         self.chars = sorted(set(text)) if chars is None else list(chars)
         self.byte_fallback = byte_fallback
         self.stoi = {c: i for i, c in enumerate(self.chars)}
         self.vocab_size = len(self.chars) + (256 if byte_fallback else 0)
+        ### END SOLUTION
 
     def encode(self, text):
         """A list of ids: a known character's index; an unknown one's UTF-8 bytes as n + byte."""
@@ -97,10 +99,12 @@ class BPETokenizer:
 
     def __init__(self, merges=()):
         self.merges = [tuple(int(i) for i in m) for m in merges]
+        ### BEGIN SOLUTION
         self.vocab = [bytes([b]) for b in range(256)]
         for a, b in self.merges:
             self.vocab.append(self.vocab[a] + self.vocab[b])
         self.ranks = {pair: 256 + r for r, pair in enumerate(self.merges)}
+        ### END SOLUTION
         self.vocab_size = len(self.vocab)
 
     @classmethod
@@ -122,6 +126,8 @@ class BPETokenizer:
         return cls(merges)
 
     def encode(self, text):
+        """The ids of `text`: its UTF-8 bytes, then the learned merges, earliest learned first."""
+        ### BEGIN SOLUTION
         ids = list(text.encode("utf-8"))
         while len(ids) > 1:
             pair = min(set(zip(ids, ids[1:])), key=lambda p: self.ranks.get(p, math.inf))
@@ -129,9 +135,13 @@ class BPETokenizer:
                 break
             ids = merge_pair(ids, pair, self.ranks[pair])
         return ids
+        ### END SOLUTION
 
     def decode(self, ids):
+        """The text of `ids`: their bytes joined, decoded as UTF-8 (errors replaced)."""
+        ### BEGIN SOLUTION
         return b"".join(self.vocab[int(i)] for i in ids).decode("utf-8", errors="replace")
+        ### END SOLUTION
 
     def save(self, path):
         Path(path).write_text(json.dumps({"merges": self.merges}))
@@ -152,11 +162,13 @@ class LayerCache:
 
     def append(self, k, v):
         """Append new keys and values (Tensors (B, H, T, d)); returns (all k, all v, old length)."""
+        ### BEGIN SOLUTION
         past = len(self)
         k, v = k.numpy(), v.numpy()
         self.k = k.copy() if self.k is None else np.concatenate([self.k, k], axis=-2)
         self.v = v.copy() if self.v is None else np.concatenate([self.v, v], axis=-2)
         return Tensor._from_array(self.k), Tensor._from_array(self.v), past
+        ### END SOLUTION
 
 
 class KVCache:
@@ -194,6 +206,7 @@ class TransformerBlock(Module):
 
     def __init__(self, embed_dim, num_heads, mlp_ratio=4, dropout=0.0):
         super().__init__()
+        ### BEGIN SOLUTION
         self.ln1 = LayerNorm(embed_dim)
         self.attn = CausalSelfAttention(embed_dim, num_heads, dropout)
         self.ln2 = LayerNorm(embed_dim)
@@ -201,6 +214,7 @@ class TransformerBlock(Module):
         self.act = GELU(approximate="tanh")
         self.fc_out = Linear(mlp_ratio * embed_dim, embed_dim)
         self.drop = Dropout(dropout)
+        ### END SOLUTION
 
     def forward(self, x, cache=None):
         ### BEGIN SOLUTION
@@ -217,14 +231,17 @@ class GPT(Module):
         self.config = dict(vocab_size=vocab_size, block_size=block_size, n_layer=n_layer,
                            n_head=n_head, n_embd=n_embd, dropout=dropout)
         self.vocab_size, self.block_size = vocab_size, block_size
+        ### BEGIN SOLUTION
         self.tok = Embedding(vocab_size, n_embd)
         self.pos = Embedding(block_size, n_embd)
         self.drop = Dropout(dropout)
         self.blocks = ModuleList([TransformerBlock(n_embd, n_head, 4, dropout) for _ in range(n_layer)])
         self.ln_f = LayerNorm(n_embd)
+        ### END SOLUTION
         self.reset_parameters()
 
     def reset_parameters(self):
+        ### BEGIN SOLUTION
         depth_scale = 1 / math.sqrt(2 * len(self.blocks))
         for name, p in self.named_parameters():
             if name.endswith("bias"):
@@ -232,6 +249,7 @@ class GPT(Module):
             elif p.ndim == 2:
                 scaled = name.endswith("proj.weight") or name.endswith("fc_out.weight")
                 init.normal_(p, 0.0, 0.02 * (depth_scale if scaled else 1.0))
+        ### END SOLUTION
 
     def forward(self, idx, targets=None, cache=None):
         """Logits (B, T, vocab) for ids (B, T); with targets, (logits, mean cross-entropy)."""
@@ -281,8 +299,10 @@ def sampling_probs(logits, temperature=1.0, top_k=None, top_p=None):
 
 def sample(probs, rng):
     """One index per row of `probs` (..., V), drawn with numpy Generator `rng`."""
+    ### BEGIN SOLUTION
     u = rng.random(probs.shape[:-1] + (1,))
     return np.minimum((np.cumsum(probs, axis=-1) < u).sum(axis=-1), probs.shape[-1] - 1)
+    ### END SOLUTION
 
 # %% ../modules/07_transformer/07_transformer.ipynb #0fb8a679
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,
@@ -345,6 +365,7 @@ def get_batch(data, block_size, batch_size, rng):
 @no_grad()
 def estimate_loss(model, data, block_size, batch_size, batches=4, seed=1234):
     """Mean loss over `batches` fixed random batches of `data` (eval mode, no grad)."""
+    ### BEGIN SOLUTION
     rng, total, mode = np.random.default_rng(seed), 0.0, model.training
     model.eval()
     for _ in range(batches):
@@ -352,12 +373,15 @@ def estimate_loss(model, data, block_size, batch_size, batches=4, seed=1234):
         total += model(x, targets=y)[1].item()
     model.train(mode)
     return total / batches
+    ### END SOLUTION
 
 
 def make_optimizer(model, lr, weight_decay=0.1, betas=(0.9, 0.95)):
     """AdamW with decay on 2-D weights except the position table (one group each way)."""
+    ### BEGIN SOLUTION
     decay = [p for n, p in model.named_parameters() if p.ndim == 2 and not n.startswith("pos.")]
     rest = [p for n, p in model.named_parameters() if not (p.ndim == 2 and not n.startswith("pos."))]
+    ### END SOLUTION
     return AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
                  lr=lr, betas=betas)
 
@@ -400,6 +424,7 @@ def train_gpt(model, train_data, val_data, steps, batch_size=32, lr=3e-3, warmup
     began, elapsed0 = time.perf_counter(), (history["seconds"][-1] if history["seconds"] else 0.0)
     step = start
     while step < steps:
+        ### BEGIN SOLUTION
         for group in opt.param_groups:
             group["lr"] = warmup_cosine(step, lr, warmup, steps, lr / 10 if min_lr is None else min_lr)
         x, y = get_batch(train_data, block, batch_size, rng)
@@ -408,6 +433,7 @@ def train_gpt(model, train_data, val_data, steps, batch_size=32, lr=3e-3, warmup
         batch_loss.backward()
         grad_norm = clip_grad_norm_(model.parameters(), max_norm)
         opt.step()
+        ### END SOLUTION
         step += 1
         seconds = elapsed0 + time.perf_counter() - began
         history["step"].append(step); history["loss"].append(batch_loss.item()); history["seconds"].append(seconds)
@@ -453,6 +479,8 @@ def plot_loss(history, ax=None):
 
 def unigram_loss(train_data, val_data, vocab_size):
     """Cross-entropy of the validation tokens under the training tokens' frequencies (add-one)."""
+    ### BEGIN SOLUTION
     counts = np.bincount(train_data, minlength=vocab_size) + 1.0
     logp = np.log(counts / counts.sum())
     return float(-logp[val_data].mean())
+    ### END SOLUTION

@@ -98,3 +98,43 @@ MUTANTS = [
      "keep = _rng(generator).random(x.shape) >= p", "keep = np.random.random(x.shape) >= p"),
     ("dropout", "p == 1 divides by zero", "if p == 1:", "if False:"),
 ]
+MUTANTS += [
+    ("containers", "Sequential applies its modules in reverse order",
+     "        for m in self._modules.values():\n            x = m(x)\n",
+     "        for m in reversed(self._modules.values()):\n            x = m(x)\n"),
+    ("containers", "Sequential numbers its modules from 1",
+     "            for i, m in enumerate(modules):\n", "            for i, m in enumerate(modules, start=1):\n"),
+    ("containers", "a ModuleList slice is a plain list",
+     "return ModuleList(items[index]) if isinstance(index, slice) else items[index]", "return items[index]"),
+    ("linear_layers", "bias bound from out_features",
+     "bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0",
+     "bound = 1 / math.sqrt(self.out_features) if self.out_features > 0 else 0"),
+    ("linear_layers", "bias drawn before the weight",
+     "        kaiming_uniform_(self.weight, a=math.sqrt(5))\n        if self.bias is not None:\n"
+     "            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0\n"
+     "            uniform_(self.bias, -bound, bound)\n",
+     "        if self.bias is not None:\n"
+     "            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0\n"
+     "            uniform_(self.bias, -bound, bound)\n        kaiming_uniform_(self.weight, a=math.sqrt(5))\n"),
+    ("linear_layers", "embedding rows picked from the flattened indices",
+     "return Tensor._from_array(weight.numpy()[index])", "return Tensor._from_array(weight.numpy()[index.reshape(-1)])"),
+    ("more_nn", "one_hot with num_classes=-1 counts max(t) classes",
+     "n = int(index.max()) + 1 if num_classes == -1", "n = int(index.max()) if num_classes == -1"),
+    ("more_nn", "one_hot as float",
+     "return Tensor._from_array((index[..., None] == np.arange(n)).astype(np.int64))",
+     "return Tensor._from_array((index[..., None] == np.arange(n)).astype(np.float32))"),
+    ("more_nn", "Flatten leaves end_dim out of the merge",
+     "return x.reshape(*x.shape[:start], -1, *x.shape[end + 1:])", "return x.reshape(*x.shape[:start], -1, *x.shape[end:])"),
+]
+MUTANTS += [
+    ("more_nn", "nll_loss mean divides by every row, ignored ones included",
+     "scale = grad if ctx.reduction != \"mean\" else grad / max(int(ctx.keep.sum()), 1)",
+     "scale = grad if ctx.reduction != \"mean\" else grad / ctx.shape[0]"),
+    ("more_nn", "pad backward reads the gradient from the start of each dimension",
+     "inner = grad[tuple(slice(lo, n - hi) for (lo, hi), n in zip(ctx.grow, grad.shape))]",
+     "inner = grad[tuple(slice(0, n - hi - lo) for (lo, hi), n in zip(ctx.grow, grad.shape))]"),
+]
+MUTANTS += [
+    ("init_helpers", "fans without the receptive field", "    receptive = math.prod(t.shape[2:])\n", "    receptive = 1\n"),
+    ("init_helpers", "relu gain 2 instead of sqrt(2)", "        return math.sqrt(2.0)\n", "        return 2.0\n"),
+]

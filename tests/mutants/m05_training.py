@@ -63,3 +63,45 @@ MUTANTS = [
     ("train_epoch", "evaluate records the graph (no no_grad)",
      "        with no_grad():  # nothing here is recorded\n", "        if True:\n"),
 ]
+MUTANTS += [
+    ("optimizer", "state arrays saved without a copy",
+     "state = {index[id(p)]: {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in s.items()}",
+     "state = {index[id(p)]: dict(s)"),
+    ("optimizer", "parameters numbered within each group, from 0",
+     "            ids = []\n            for p in group[\"params\"]:\n                index.setdefault(id(p), len(index))\n"
+     "                ids.append(index[id(p)])\n",
+     "            ids = list(range(len(group[\"params\"])))\n            for i, p in enumerate(group[\"params\"]):\n"
+     "                index[id(p)] = i\n"),
+    ("optimizer", "load_state_dict keeps this optimizer's own options",
+     "            own.update({k: v for k, v in saved.items() if k != \"params\"})\n", ""),
+    ("optimizer", "zero_grad ignores set_to_none=False", "                if set_to_none:\n", "                if True:\n"),
+    ("data_loader", "shuffle ignored",
+     "batch_indices(len(self.dataset), self.batch_size, self.shuffle, self.drop_last, rng)",
+     "batch_indices(len(self.dataset), self.batch_size, False, self.drop_last, rng)"),
+    ("data_loader", "len rounds down without drop_last",
+     "return n // self.batch_size if self.drop_last else -(-n // self.batch_size)", "return n // self.batch_size"),
+    ("fit", "validation numbers measured on the training loader",
+     "(\"train\", train_loader), (\"val\", val_loader)", "(\"train\", train_loader), (\"val\", train_loader)"),
+    ("fit", "load_checkpoint skips the optimizer",
+     "    if optimizer is not None and state[\"optimizer\"] is not None:\n        optimizer.load_state_dict(state[\"optimizer\"])\n", ""),
+]
+MUTANTS += [
+    ("schedulers", "StepLR decays at every step", "return base_lr * self.gamma ** (step // self.step_size)",
+     "return base_lr * self.gamma ** step"),
+    ("schedulers", "step applies the rule before counting",
+     "        self.last_step += 1\n        self._apply()\n", "        self._apply()\n        self.last_step += 1\n"),
+]
+MUTANTS += [
+    ("digits", "an activation after the last layer",
+     "return nn.Sequential(*layers, nn.Linear(width, 10))", "return nn.Sequential(*layers, nn.Linear(width, 10), nn.ReLU())"),
+    ("digits", "confusion matrix transposed",
+     "np.add.at(counts, (np.asarray(targets), np.asarray(predictions)), 1)",
+     "np.add.at(counts, (np.asarray(predictions), np.asarray(targets)), 1)"),
+]
+MUTANTS += [
+    ("data_loader", "TensorDataset items hold only the first tensor",
+     "return tuple(Tensor.tensor(a[index]) for a in self.arrays)", "return (Tensor.tensor(self.arrays[0][index]),)"),
+    ("data_loader", "default_collate concatenates instead of stacking",
+     "return tuple(Tensor._from_array(np.stack([_as_numpy(v) for v in column])) for column in columns)",
+     "return tuple(Tensor._from_array(np.concatenate([np.atleast_1d(_as_numpy(v)) for v in column])) for column in columns)"),
+]

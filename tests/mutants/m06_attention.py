@@ -63,3 +63,32 @@ MUTANTS = [
      "pos = np.arange(num_positions, dtype=np.float64)[:, None]",
      "pos = np.arange(1, num_positions + 1, dtype=np.float64)[:, None]"),
 ]
+MUTANTS += [
+    ("sdpa", "dropout keeps not rescaled by 1/(1-p)",
+     "mask = keep.astype(dtype) * dtype.type(1 / (1 - dropout_p))", "mask = keep.astype(dtype)"),
+    ("sdpa", "default scale 1/d instead of 1/sqrt(d)",
+     "scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale",
+     "scale = 1 / query.shape[-1] if scale is None else scale"),
+    ("sdpa", "kept entries drawn as random < p",
+     "keep = _rng(generator).random(shape) >= dropout_p", "keep = _rng(generator).random(shape) < 1 - dropout_p"),
+    ("select", "gradient written into every slice", "        full[ctx.i] = grad\n", "        full[...] = grad\n"),
+    ("mha", "output projection skipped",
+     "out = self.proj(self.merge_heads(self.attend(q, k, v, attn_mask)))",
+     "out = self.merge_heads(self.attend(q, k, v, attn_mask))"),
+    ("mha", "weights drawn without the causal mask",
+     "weights = attention_weights(q, k, attn_mask, self.causal and attn_mask is None)",
+     "weights = attention_weights(q, k, attn_mask)"),
+    ("positions", "learned positions ignore start",
+     "return x + self.embedding(np.arange(start, start + T))", "return x + self.embedding(np.arange(T))"),
+    ("positions", "sinusoidal rows taken from the end of the table",
+     "return x + self.pe[:x.shape[-2]]", "return x + self.pe[-x.shape[-2]:]"),
+]
+MUTANTS += [
+    ("sdpa", "attention_weights without the scale",
+     "s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)",
+     "s = np.matmul(q, np.swapaxes(k, -1, -2))"),
+]
+MUTANTS += [
+    ("mha", "output projection always with a bias",
+     "        self.proj = Linear(embed_dim, embed_dim, bias=bias)\n", "        self.proj = Linear(embed_dim, embed_dim)\n"),
+]

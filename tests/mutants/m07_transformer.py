@@ -67,3 +67,50 @@ MUTANTS = [
      "starts = rng.integers(0, len(data) - block_size, size=batch_size)",
      "starts = rng.integers(0, len(data) - block_size + 1, size=batch_size)"),
 ]
+MUTANTS += [
+    ("bpe_train", "encode applies the learned pair met first in the text, not the earliest learned",
+     "pair = min(set(zip(ids, ids[1:])), key=lambda p: self.ranks.get(p, math.inf))",
+     "pair = next((p for p in zip(ids, ids[1:]) if p in self.ranks), None)"),
+    ("bpe_train", "a merge's bytes joined in the wrong order",
+     "self.vocab.append(self.vocab[a] + self.vocab[b])", "self.vocab.append(self.vocab[b] + self.vocab[a])"),
+    ("kv_cache", "old length counted after appending",
+     "        past = len(self)\n        k, v = k.numpy(), v.numpy()\n",
+     "        k, v = k.numpy(), v.numpy()\n        past = len(self) + k.shape[-2]\n"),
+    ("sampling", "index counts the cumulative sums above u",
+     "return np.minimum((np.cumsum(probs, axis=-1) < u).sum(axis=-1), probs.shape[-1] - 1)",
+     "return np.minimum((np.cumsum(probs, axis=-1) > u).sum(axis=-1), probs.shape[-1] - 1)"),
+    ("sampling", "one u for every row", "u = rng.random(probs.shape[:-1] + (1,))", "u = rng.random()"),
+    ("train_gpt", "learning-rate schedule not applied",
+     "            group[\"lr\"] = warmup_cosine(step, lr, warmup, steps, lr / 10 if min_lr is None else min_lr)\n",
+     "            group[\"lr\"] = lr\n"),
+    ("train_gpt", "gradients clipped after the step",
+     "        grad_norm = clip_grad_norm_(model.parameters(), max_norm)\n        opt.step()\n",
+     "        opt.step()\n        grad_norm = clip_grad_norm_(model.parameters(), max_norm)\n"),
+    ("train_gpt", "gradients never zeroed (they accumulate)", "        opt.zero_grad()\n        batch_loss.backward()\n",
+     "        batch_loss.backward()\n"),
+    ("train_gpt", "LayerNorm weights and biases decayed too",
+     "decay = [p for n, p in model.named_parameters() if p.ndim == 2 and not n.startswith(\"pos.\")]\n"
+     "    rest = [p for n, p in model.named_parameters() if not (p.ndim == 2 and not n.startswith(\"pos.\"))]\n",
+     "decay = [p for n, p in model.named_parameters() if not n.startswith(\"pos.\")]\n"
+     "    rest = [p for n, p in model.named_parameters() if n.startswith(\"pos.\")]\n"),
+    ("train_gpt", "estimate_loss leaves the model in eval mode", "    model.train(mode)\n    return total / batches\n",
+     "    return total / batches\n"),
+    ("train_gpt", "unigram baseline without add-one smoothing",
+     "counts = np.bincount(train_data, minlength=vocab_size) + 1.0", "counts = np.bincount(train_data, minlength=vocab_size) + 0.0"),
+]
+MUTANTS += [
+    ("char_tokenizer", "vocabulary in order of first occurrence, not sorted",
+     "self.chars = sorted(set(text)) if chars is None else list(chars)",
+     "self.chars = list(dict.fromkeys(text)) if chars is None else list(chars)"),
+    ("gpt", "residual projections not scaled down with depth",
+     "init.normal_(p, 0.0, 0.02 * (depth_scale if scaled else 1.0))", "init.normal_(p, 0.0, 0.02)"),
+]
+MUTANTS += [
+    ("transformer_block", "exact GELU instead of the tanh approximation",
+     "self.act = GELU(approximate=\"tanh\")", "self.act = GELU()"),
+]
+MUTANTS += [
+    ("gpt", "blocks kept in a plain list (their parameters unregistered)",
+     "self.blocks = ModuleList([TransformerBlock(n_embd, n_head, 4, dropout) for _ in range(n_layer)])",
+     "self.blocks = [TransformerBlock(n_embd, n_head, 4, dropout) for _ in range(n_layer)]"),
+]
