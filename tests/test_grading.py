@@ -181,7 +181,8 @@ def test_each_module_is_graded_against_the_reference_package(built_course, tmp_p
 def test_nbgrader_s_own_autograde_runs_sandboxed_and_judges(built_course, tmp_path):
     """`nbgrader autograde` (what the formgrader's button runs) in the course folder: the
     submission runs in the sandbox, and hiding its errors from nbgrader earns nothing and
-    flags it in the gradebook."""
+    flags it in the gradebook. No answer key is cached yet: it is made inside nbgrader's Autograde,
+    as on a fresh course."""
     from nbgrader.api import Gradebook
 
     root = tmp_path / "course"
@@ -197,7 +198,8 @@ def test_nbgrader_s_own_autograde_runs_sandboxed_and_judges(built_course, tmp_pa
     target.parent.mkdir(parents=True)
     nbformat.write(hook, str(target))
     result = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", module_id, "--student=hooker",
-                             "--create"], cwd=root, capture_output=True, text=True)
+                             "--create"], cwd=root, capture_output=True, text=True,
+                            env={**os.environ, "TINYTORCH_GRADING_CACHE": str(tmp_path / "no-cache-yet")})
     assert result.returncode == 0, result.stdout + result.stderr
     executed = notebooks.read(notebooks.notebook_path(root, "autograded/hooker", module_id))
     printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))

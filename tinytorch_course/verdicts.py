@@ -17,6 +17,7 @@ grader's own process:
 A cell whose kernel reported no error although its records show a failed or missing check is
 reported as interference (the submission hid an error from nbgrader).
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -27,7 +28,6 @@ import stat
 import nbformat
 from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
-from nbgrader.utils import setenv
 from traitlets import Unicode
 
 from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
@@ -295,6 +295,23 @@ def source_digest(root, module_id):
     return digest.hexdigest()[:16]
 
 
+@contextlib.contextmanager
+def environment(**values):
+    """Set environment variables for the block, then restore what was there before. (nbgrader's
+    `utils.setenv` deletes them afterwards whatever was there: it cannot nest in nbgrader's own, as
+    when the formgrader's Autograde makes an answer key.)"""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def reference_records(root, module_id, cache_dir, kernel_name):
     """`{grade id: records}` of the answer key: the source notebook run with its solutions,
     cached in `cache_dir` by `source_digest`."""
@@ -306,7 +323,7 @@ def reference_records(root, module_id, cache_dir, kernel_name):
     workdir = notebooks.notebook_path(root, "modules", module_id).parent
     # files of this process only: another process sharing the cache may be making the same key
     with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache.parent) as scratch, \
-            setenv(NBGRADER_EXECUTION="autograde"):  # as submissions run: nbgrader sets it
+            environment(NBGRADER_EXECUTION="autograde"):  # as submissions run: nbgrader sets it
         cell_records = execute_recording(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name)
         errors = notebooks.error_outputs(notebook)
         if errors:
