@@ -5,13 +5,13 @@ __all__ = ['tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'cat', 'stack',
            'clip', 'floor', 'ceil', 'trunc', 'sin', 'cos', 'log2', 'rsqrt', 'sign', 'isnan', 'isinf', 'isfinite',
            'flip', 'gather', 'scatter', 'index_select', 'cumsum', 'sort', 'argsort', 'topk', 'prod', 'logsumexp', 'mm',
            'bmm', 'dot', 'unbind', 'norm', 'is_grad_enabled', 'set_grad_enabled', 'no_grad', 'enable_grad', 'Context',
-           'Function', 'unbroadcast', 'topological_order', 'fit_gradient', 'accumulate_grad', 'run_backward',
-           'as_array', 'Tensor', 'Add', 'Sub', 'Neg', 'Clone', 'To', 'Fill', 'Pow', 'Sqrt', 'Abs', 'SetItem',
-           'Contiguous', 'View', 'Reshape', 'Unsqueeze', 'Squeeze', 'ExtremeAll', 'ExtremeDim', 'Cat', 'Triangle',
-           'Mul', 'Div', 'Exp', 'Log', 'grad', 'gradcheck', 'Sum', 'Mean', 'Permute', 'Expand', 'MatMul', 'Index',
-           'Var', 'Maximum', 'Minimum', 'Where', 'graph_text', 'plot_graph', 'Norm', 'Clamp', 'Sin', 'Cos', 'Log2',
-           'Rsqrt', 'Piecewise', 'FloorDivide', 'Remainder', 'Flip', 'Repeat', 'Gather', 'Scatter', 'Cumsum', 'Prod',
-           'LogSumExp', 'eye', 'linspace', 'rand', 'randint', 'empty', 'multinomial', 'tril', 'triu']
+           'Function', 'unbroadcast', 'topological_order', 'fit_gradient', 'accumulate_grad', 'Engine', 'FullEngine',
+           'run_backward', 'as_array', 'Tensor', 'Add', 'Sub', 'Neg', 'Clone', 'To', 'Fill', 'Pow', 'Sqrt', 'Abs',
+           'SetItem', 'Contiguous', 'View', 'Reshape', 'Unsqueeze', 'Squeeze', 'ExtremeAll', 'ExtremeDim', 'Cat',
+           'Triangle', 'Mul', 'Div', 'Exp', 'Log', 'grad', 'gradcheck', 'Sum', 'Mean', 'Permute', 'Expand', 'MatMul',
+           'Index', 'Var', 'Maximum', 'Minimum', 'Where', 'graph_text', 'plot_graph', 'Norm', 'Clamp', 'Sin', 'Cos',
+           'Log2', 'Rsqrt', 'Piecewise', 'FloorDivide', 'Remainder', 'Flip', 'Repeat', 'Gather', 'Scatter', 'Cumsum',
+           'Prod', 'LogSumExp', 'eye', 'linspace', 'rand', 'randint', 'empty', 'multinomial', 'tril', 'triu']
 
 # %% ../modules/03_autograd/03_autograd.ipynb #84d063d7
 import collections
@@ -37,7 +37,7 @@ class _GradMode:
     enabled = True
 
 
-_grad_mode = _GradMode()  # an instance: setting its attribute is cheaper than setting a class attribute
+_grad_mode = _GradMode()  # an instance (Part 10 says why)
 
 
 def is_grad_enabled():
@@ -82,7 +82,7 @@ class Context:
     `Function.apply` when the op is recorded); `needs_input_grad` one bool per input.
     """
 
-    inputs = needs_input_grad = saved = versions = ()  # class-level defaults: cheap to create
+    inputs = needs_input_grad = saved = versions = ()  # class-level defaults (Part 10)
     retained = None
 
     def __init__(self, function):
@@ -222,105 +222,96 @@ def fit_gradient(grad, t):
     return grad
 
 
-def accumulate_grad(t, grad, owned=False):
-    """Add `grad` into `t.grad`; a new `.grad` holds a copy of `grad`, or `grad` itself if `owned`."""
+def accumulate_grad(t, grad):
+    """Add `grad` into `t.grad`; a new `.grad` holds a copy of `grad`."""
     if t.grad is None:
-        t.grad = Tensor._from_array(grad if owned else np.array(grad, dtype=t.storage.dtype, order="C"))
+        t.grad = Tensor._from_array(np.array(grad, dtype=t.storage.dtype, order="C"))
     else:
         t.grad = Tensor._from_array(t.grad.numpy() + grad)
 
-
-def _owned(gi, g, input_grads, retain_graph):
-    """True when the engine may keep `gi` (a gradient from a backward that got `g`) as a `.grad`
-    without copying it: a fresh writable array (not a view, not `g`, not given to two inputs) from
-    a graph that is freed (so no node can return it again)."""
-    return (not retain_graph and gi is not g and gi.base is None and gi.flags.writeable
-            and sum(x is gi for x in input_grads) <= 1)
-
-
-def _deliver(t, grad, capture, owned=False):
-    if capture is None:
-        accumulate_grad(t, grad, owned)
-    elif id(t) in capture:
-        previous = capture[id(t)]
-        capture[id(t)] = grad if previous is None else previous + grad
-
 # %% ../modules/03_autograd/03_autograd.ipynb #afd5565b
-def run_backward(root, grad, retain_graph=False, capture=None):
-    """Propagate `grad` (d result / d root) from `root` back to the leaves (see the text)."""
-    ### BEGIN SOLUTION
-    if root.grad_fn is None:
-        _deliver(root, grad, capture)
-        return
-    grads = {root.grad_fn: grad}
-    for node in topological_order(root.grad_fn):
+class Engine:
+    """One backward pass, `Engine().run(root, grad)`: the core walk. The extras are a subclass, below."""
+
+    def call(self, node, g):
+        """`node`'s backward on `g`: a tuple of one gradient (array or None) per input."""
+        input_grads = node.function.backward(node, g)
+        return input_grads if isinstance(input_grads, tuple) else (input_grads,)
+
+    def deliver(self, t, g):
+        """The gradient `g` of the leaf `t`: accumulated into `t.grad`."""
+        accumulate_grad(t, g)
+
+    def done(self, node):
+        """Called once for each node, after the walk passed it."""
+
+    def run(self, root, grad):
+        """Propagate `grad` (d result / d root) from `root` back to the leaves (see the text)."""
+        ### BEGIN SOLUTION
+        if root.grad_fn is None:
+            self.deliver(root, grad)
+            return
+        grads = {root.grad_fn: grad}
+        for node in topological_order(root.grad_fn):
+            g = grads.pop(node, None)
+            if g is not None:
+                input_grads = self.call(node, g)
+                for t, needed, gi in zip(node.inputs, node.needs_input_grad, input_grads):
+                    if not needed or gi is None:
+                        continue
+                    gi = fit_gradient(gi, t)
+                    if t.grad_fn is None:
+                        self.deliver(t, gi)
+                    else:
+                        previous = grads.get(t.grad_fn)
+                        grads[t.grad_fn] = gi if previous is None else previous + gi
+            self.done(node)
+        ### END SOLUTION
+
+# %% ../modules/03_autograd/03_autograd.ipynb #f6ccfd62
+class FullEngine(Engine):
+    """Your core walk with the extras that `backward()` and `grad()` need."""
+
+    def __init__(self, retain_graph=False, capture=None):
+        self.retain_graph, self.capture = retain_graph, capture
+
+    def call(self, node, g):
         if node.saved is None:
             raise RuntimeError(f"{node.name()}: trying to backward through the graph a second time; "
                                "the graph was freed by the first backward. Call "
                                "backward(retain_graph=True) to keep it.")
-        g = grads.pop(node, None)
-        if g is not None:
-            if node.retained is not None and node.retained() is not None:
-                _deliver(node.retained(), g, capture)
-            input_grads = node.function.backward(node, g)
-            if not isinstance(input_grads, tuple):
-                input_grads = (input_grads,)
-            if len(input_grads) != len(node.inputs):
-                raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
-                                   f"{len(node.inputs)} inputs")
-            for t, needed, gi in zip(node.inputs, node.needs_input_grad, input_grads):
-                if not needed or gi is None:
-                    continue
-                if type(gi) is not np.ndarray or gi.shape != t.shape or gi.dtype != t.storage.dtype:
-                    gi = fit_gradient(gi, t)
-                if t.grad_fn is None:
-                    _deliver(t, gi, capture, _owned(gi, g, input_grads, retain_graph))
-                else:
-                    previous = grads.get(t.grad_fn)
-                    grads[t.grad_fn] = gi if previous is None else previous + gi
-        if not retain_graph:
+        if node.retained is not None and node.retained() is not None:
+            self.deliver(node.retained(), g)
+        input_grads = super().call(node, g)
+        if len(input_grads) != len(node.inputs):
+            raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
+                               f"{len(node.inputs)} inputs")
+        return input_grads
+
+    def deliver(self, t, g):
+        if self.capture is None:
+            super().deliver(t, g)
+        elif id(t) in self.capture:  # grad(): only the requested tensors, and never their .grad
+            previous = self.capture[id(t)]
+            self.capture[id(t)] = g if previous is None else previous + g
+
+    def done(self, node):
+        if not self.retain_graph:
             node.free()
-    ### END SOLUTION
+
+
+def run_backward(root, grad, retain_graph=False, capture=None):
+    """Propagate `grad` (d result / d root) from `root` back to the leaves, with every extra."""
+    FullEngine(retain_graph, capture).run(root, grad)
 
 # %% ../modules/03_autograd/03_autograd.ipynb #36e7766c
-_FAST_DTYPES = frozenset(d.numpy_dtype for d in DTYPES)
-_STRIDES = {}  # shape -> contiguous strides, so that wrapping a result computes them once per shape
-
-
 def as_array(x):
     """The numpy value of a Tensor (a view, no copy), or `x` itself (a number, None, an array)."""
     return x.numpy() if isinstance(x, BaseTensor) else x
 
 
-def _wrap(array):
-    """A new (autograd) Tensor on the numpy result `array`, of a supported dtype: no other checks."""
-    if not array.flags.c_contiguous:
-        array = array.copy()
-    shape = array.shape
-    strides = _STRIDES.get(shape)
-    if strides is None:
-        strides = contiguous_strides(shape)
-        if len(_STRIDES) < 4096:
-            _STRIDES[shape] = strides
-    t = object.__new__(Tensor)
-    t.storage, t.shape, t.strides, t.offset, t._np = array.ravel(), shape, strides, 0, array
-    return t
-
-
 def _elementwise(a, b, op):
-    """`op(a, b)` computed by the tensor code of modules 01-02 (no recording); one may be a number.
-
-    Fast path, same result: float tensors of one shape and dtype, or a float tensor and a Python
-    float, go straight to numpy (`_np` is a tensor's cached numpy view, None until first used)."""
-    x = a._np if isinstance(a, Tensor) else None
-    y = b._np if isinstance(b, Tensor) else None
-    if x is not None and x.dtype in _FLOAT_DTYPES:
-        if y is not None and y.dtype is x.dtype and b.shape == a.shape:
-            return _wrap(op(x, y))
-        if type(b) is float:
-            return _wrap(op(x, b))
-    elif y is not None and type(a) is float and y.dtype in _FLOAT_DTYPES:
-        return _wrap(op(a, y))
+    """`op(a, b)` computed by the tensor code of modules 01-02 (no recording); one may be a number."""
     if isinstance(a, BaseTensor):
         return a._binary(b, op)
     return b._binary(a, op, reverse=True)
@@ -329,45 +320,15 @@ def _elementwise(a, b, op):
 class Tensor(BaseTensor):
     """A tensor that records the operations done on it and can compute gradients."""
 
-    requires_grad = False   # class-level defaults: a plain tensor pays nothing for them
+    requires_grad = False   # class-level defaults (Part 10)
     grad = None
     grad_fn = None
     _vc = None              # the version counter, a one-element list shared with views
-    _np = None              # the cached numpy view of the data
 
-    # ----- fast internals (no behaviour change) ----------------------------------------------
+    # ----- internals ---------------------------------------------------------------------------
     @classmethod
     def _from_array(cls, array):
-        if type(array) is not np.ndarray:
-            array = np.asarray(array)
-        if array.dtype not in _FAST_DTYPES:
-            return super()._from_array(array)  # raises the parent's clear error
-        t = _wrap(array)
-        if cls is not Tensor:
-            t.__class__ = cls
-        return t
-
-    def numpy(self):
-        array = self._np
-        if array is None:
-            array = self._np = super().numpy()
-        return array
-
-    def _binary(self, other, op, reverse=False):
-        """Same result as the parent's `_binary`, with a fast path for the common cases."""
-        kind = self.storage.dtype.kind
-        if isinstance(other, BaseTensor):
-            fast = (other.storage.dtype is self.storage.dtype and other.shape == self.shape
-                    and (kind == "f" or kind == "i" and op is not np.divide))
-            b = other.numpy() if fast else None
-        else:
-            fast = (type(other) is float and kind == "f") or \
-                   (type(other) is int and (kind == "f" or kind == "i" and op is not np.divide))
-            b = other
-        if not fast:
-            return super()._binary(other, op, reverse)
-        a = self.numpy()
-        return self._from_array(op(b, a) if reverse else op(a, b))
+        return super()._from_array(np.asarray(array))  # numpy scalars (from reductions) too
 
     def _match_shapes(self, other):
         """Broadcast like module 02, with the parent's (never recorded) `expand`."""
@@ -598,7 +559,6 @@ class Tensor(BaseTensor):
     @data.setter
     def data(self, value):
         self.storage, self.shape, self.strides, self.offset = value.storage, value.shape, value.strides, value.offset
-        self.__dict__.pop("_np", None)
 
     def relu(self): return _from_module_04("relu")(self)
     def sigmoid(self): return _from_module_04("sigmoid")(self)
@@ -1944,3 +1904,116 @@ def _function_of(name):
      "isfinite", "flip", "gather", "scatter", "index_select", "cumsum", "sort", "argsort", "topk", "prod",
      "logsumexp", "mm", "bmm", "dot", "unbind", "norm"))
 
+
+# %% ../modules/03_autograd/03_autograd.ipynb #51415019
+_FAST_DTYPES = frozenset(d.numpy_dtype for d in DTYPES)
+_STRIDES = {}  # shape -> contiguous strides, so that wrapping a result computes them once per shape
+
+
+def _wrap(array):
+    """A new (autograd) Tensor on the numpy result `array`, of a supported dtype: no other checks."""
+    if not array.flags.c_contiguous:
+        array = array.copy()
+    shape = array.shape
+    strides = _STRIDES.get(shape)
+    if strides is None:
+        strides = contiguous_strides(shape)
+        if len(_STRIDES) < 4096:
+            _STRIDES[shape] = strides
+    t = object.__new__(Tensor)
+    t.storage, t.shape, t.strides, t.offset, t._np = array.ravel(), shape, strides, 0, array
+    return t
+
+
+_plain_elementwise, _PlainTensor, _PlainEngine = _elementwise, Tensor, FullEngine
+
+
+def _elementwise(a, b, op):
+    """Part 3's `_elementwise`, with a fast path (same result): float tensors of one shape and dtype,
+    or a float tensor and a Python float, go straight to numpy."""
+    x = a._np if isinstance(a, Tensor) else None
+    y = b._np if isinstance(b, Tensor) else None
+    if x is not None and x.dtype in _FLOAT_DTYPES:
+        if y is not None and y.dtype is x.dtype and b.shape == a.shape:
+            return _wrap(op(x, y))
+        if type(b) is float:
+            return _wrap(op(x, b))
+    elif y is not None and type(a) is float and y.dtype in _FLOAT_DTYPES:
+        return _wrap(op(a, y))
+    return _plain_elementwise(a, b, op)
+
+
+class Tensor(_PlainTensor):
+    """The package's final Tensor: Part 3's, with a cached numpy view and results wrapped directly."""
+
+    _np = None  # the cached numpy view of the data, None until first used
+
+    @classmethod
+    def _from_array(cls, array):
+        if type(array) is not np.ndarray:
+            array = np.asarray(array)
+        if array.dtype not in _FAST_DTYPES:
+            return super()._from_array(array)  # raises the parent's clear error
+        t = _wrap(array)
+        if cls is not Tensor:
+            t.__class__ = cls
+        return t
+
+    def numpy(self):
+        array = self._np
+        if array is None:
+            array = self._np = super().numpy()
+        return array
+
+    @_PlainTensor.data.setter
+    def data(self, value):
+        _PlainTensor.data.fset(self, value)
+        self.__dict__.pop("_np", None)  # the cached view shows the old storage
+
+    def _binary(self, other, op, reverse=False):
+        """Same result as the parent's `_binary`, with a fast path for the common cases."""
+        kind = self.storage.dtype.kind
+        if isinstance(other, BaseTensor):
+            fast = (other.storage.dtype is self.storage.dtype and other.shape == self.shape
+                    and (kind == "f" or kind == "i" and op is not np.divide))
+            b = other.numpy() if fast else None
+        else:
+            fast = (type(other) is float and kind == "f") or \
+                   (type(other) is int and (kind == "f" or kind == "i" and op is not np.divide))
+            b = other
+        if not fast:
+            return super()._binary(other, op, reverse)
+        a = self.numpy()
+        return self._from_array(op(b, a) if reverse else op(a, b))
+
+
+def _owned(gi, g, input_grads, retain_graph):
+    """True when the engine may keep `gi` (a gradient from a backward that got `g`) as a `.grad`
+    without copying it: a fresh writable array (not a view, not `g`, not given to two inputs) from
+    a graph that is freed (so no node can return it again)."""
+    return (not retain_graph and gi is not g and gi.base is None and gi.flags.writeable
+            and sum(x is gi for x in input_grads) <= 1)
+
+
+class FullEngine(_PlainEngine):
+    """Part 3's engine, keeping a fresh leaf gradient as `.grad` without a copy where `_owned` allows."""
+
+    _node_grads = None  # (g, input_grads) of the node whose inputs are being delivered to
+
+    def call(self, node, g):
+        self._node_grads = None  # a retained tensor's gradient (delivered in call) is never owned
+        input_grads = super().call(node, g)
+        self._node_grads = g, input_grads
+        return input_grads
+
+    def deliver(self, t, g):
+        if (self.capture is None and t.grad is None and self._node_grads is not None
+                and _owned(g, *self._node_grads, self.retain_graph)):
+            t.grad = Tensor._from_array(g)
+        else:
+            super().deliver(t, g)
+
+
+# the factories of Part 3, rebound to make the final Tensor
+tensor, zeros, ones, full, arange, randn, cat, stack, where = (
+    getattr(Tensor, name) for name in ("tensor", "zeros", "ones", "full", "arange", "randn", "cat", "stack", "where"))
