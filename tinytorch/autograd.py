@@ -353,7 +353,10 @@ class Tensor(BaseTensor):
         if self.requires_grad and _grad_mode.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
-        return self._numpy()
+        array = self._np  # what _numpy() does, inlined: every forward and backward reads this way
+        if array is None:
+            array = self._np = super()._numpy()
+        return array
 
     def _numpy(self):
         array = self._np
