@@ -44,7 +44,7 @@ def tinytorch_setup(sizes, x, y):
         opt.step()
         return loss.item()
 
-    params = [(p.numpy().copy()) for p in model.parameters()]
+    params = [p.detach().numpy().copy() for p in model.parameters()]
     return step, opt, params
 
 

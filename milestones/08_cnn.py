@@ -118,7 +118,7 @@ def plot_result(result, path):
             ax.text(j, i, str(c), ha="center", va="center", color="white" if c > counts.max() / 2 else "black")
     ax.set_xticks(range(10)), ax.set_yticks(range(10)), ax.set_xlabel("predicted"), ax.set_ylabel("true")
     ax.set_title(f"confusion matrix, test accuracy {100 * result['test_accuracy']:.1f}%")
-    filters = result["model"].features[0].weight.numpy()[:, 0]
+    filters = result["model"].features[0].weight.detach().numpy()[:, 0]
     inner = grid[1, 0:2].subgridspec(4, 8)
     for k in range(min(32, len(filters))):
         ax = fig.add_subplot(inner[k // 8, k % 8])

@@ -58,11 +58,11 @@ def test_causal_attention_ignores_the_future():
     rng = np.random.default_rng(0)
     m = MultiHeadAttention(16, 4, causal=True)
     x = rng.standard_normal((2, 7, 16)).astype(np.float32)
-    base = m(Tensor.tensor(x))[0].numpy()
+    base = m(Tensor.tensor(x))[0].detach().numpy()
     for t in range(7):
         x2 = x.copy()
         x2[:, t:] = rng.standard_normal(x2[:, t:].shape)
-        out = m(Tensor.tensor(x2))[0].numpy()
+        out = m(Tensor.tensor(x2))[0].detach().numpy()
         np.testing.assert_allclose(out[:, :t], base[:, :t], atol=1e-5)
 
 
@@ -80,7 +80,7 @@ def test_against_torch():
         ours = [Tensor.tensor(a, requires_grad=True) for a in (q, k, v)]
         out = scaled_dot_product_attention(*ours, **kwargs)
         out.sum().backward()
-        np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), atol=1e-10)
+        np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), atol=1e-10)
         for a, ta in zip(ours, (tq, tk, tv)):
             np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), atol=1e-10)
 
@@ -101,11 +101,11 @@ def test_a_float_mask_gets_its_gradient(shape, seed):
     m = rng.standard_normal((L, S))
     tensors = [Tensor.tensor(a, requires_grad=True) for a in (q, k, v, m)]
     out = scaled_dot_product_attention(*tensors[:3], attn_mask=tensors[3])
-    assert np.allclose(out.numpy(), reference(q, k, v, m))
+    assert np.allclose(out.detach().numpy(), reference(q, k, v, m))
     assert gradcheck(lambda a, b, c, d: scaled_dot_product_attention(a, b, c, attn_mask=d), tensors)
     # without a gradient to record, the fused path gives the same values
     plain = scaled_dot_product_attention(*tensors[:3], attn_mask=Tensor.tensor(m))
-    assert np.allclose(plain.numpy(), out.numpy())
+    assert np.allclose(plain.detach().numpy(), out.detach().numpy())
 
 
 def attention_error(*shapes, mask=None, dtypes=("float32",) * 3, **kwargs):

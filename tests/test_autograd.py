@@ -316,9 +316,9 @@ def test_division_by_zero_is_quiet_like_module_01(requires_grad):
         expected = np.array([1.0, -1.0, 0.0]) / np.zeros(3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        np.testing.assert_array_equal((a / 0.0).numpy(), expected)
-        np.testing.assert_array_equal((a / ag.zeros(3)).numpy(), expected)
-        np.testing.assert_array_equal((1.0 / (a * 0.0)).numpy(), [np.inf, -np.inf, np.inf])  # 1/-0 is -inf
+        np.testing.assert_array_equal((a / 0.0).detach().numpy(), expected)
+        np.testing.assert_array_equal((a / ag.zeros(3)).detach().numpy(), expected)
+        np.testing.assert_array_equal((1.0 / (a * 0.0)).detach().numpy(), [np.inf, -np.inf, np.inf])  # 1/-0 is -inf
 
 
 def _segments_and_boxes(ax):
@@ -479,12 +479,12 @@ def test_arithmetic_methods_and_matrix_products():
 def test_methods_from_module_04_and_the_error_before_it_is_exported(monkeypatch):
     x = leaf(arrays((2, 3), 2))
     from tinytorch import nn
-    np.testing.assert_allclose(x.relu().numpy(), np.maximum(x.numpy(), 0))
-    np.testing.assert_allclose(x.sigmoid().numpy(), 1 / (1 + np.exp(-x.numpy())))
-    np.testing.assert_allclose(x.tanh().numpy(), np.tanh(x.numpy()))
-    e = np.exp(x.numpy() - x.numpy().max(1, keepdims=True))
-    np.testing.assert_allclose(x.softmax(1).numpy(), e / e.sum(1, keepdims=True))
-    np.testing.assert_allclose(x.log_softmax(-1).numpy(), np.log(e / e.sum(1, keepdims=True)))
+    np.testing.assert_allclose(x.relu().detach().numpy(), np.maximum(x.detach().numpy(), 0))
+    np.testing.assert_allclose(x.sigmoid().detach().numpy(), 1 / (1 + np.exp(-x.detach().numpy())))
+    np.testing.assert_allclose(x.tanh().detach().numpy(), np.tanh(x.detach().numpy()))
+    e = np.exp(x.detach().numpy() - x.detach().numpy().max(1, keepdims=True))
+    np.testing.assert_allclose(x.softmax(1).detach().numpy(), e / e.sum(1, keepdims=True))
+    np.testing.assert_allclose(x.log_softmax(-1).detach().numpy(), np.log(e / e.sum(1, keepdims=True)))
     assert ag.gradcheck(lambda t: t.log_softmax(1) * t.tanh(), (x,))
     import importlib
     real = importlib.import_module
@@ -504,10 +504,10 @@ def test_norm_against_numpy_and_gradcheck(p, case, seed):
     shape, dim, keepdim = case
     x = leaf(arrays(shape, seed))
     q = 2 if p == "fro" else p
-    a = x.numpy()
+    a = x.detach().numpy()
     want = np.max(np.abs(a), axis=dim, keepdims=keepdim, initial=0) if q == np.inf else \
         np.sum(np.abs(a) ** q, axis=dim, keepdims=keepdim) ** (1 / q)
-    np.testing.assert_allclose(x.norm(p, dim, keepdim).numpy(), want, rtol=1e-10)
+    np.testing.assert_allclose(x.norm(p, dim, keepdim).detach().numpy(), want, rtol=1e-10)
     if q != np.inf:
         assert ag.gradcheck(lambda t: t.norm(p, dim, keepdim), (x,))
     z = ag.zeros(3, dtype="float64", requires_grad=True)
@@ -547,7 +547,7 @@ def test_clamp_values_gradients_and_pytorchs_tie_rule():
 def test_piecewise_constant_ops_have_zero_gradient(name):
     x = ag.tensor([-1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 2.7], requires_grad=True)
     y = getattr(x, name)()
-    np.testing.assert_array_equal(y.numpy(), getattr(np, {"round": "round"}.get(name, name))(x.numpy()))
+    np.testing.assert_array_equal(y.detach().numpy(), getattr(np, {"round": "round"}.get(name, name))(x.detach().numpy()))
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros(7))
     assert getattr(ag.tensor([3, -2]), name)().dtype.name == "int64"
@@ -558,8 +558,8 @@ def test_piecewise_constant_ops_have_zero_gradient(name):
 @given(small_shapes, st.integers(0, 1000))
 def test_more_unary_ops_gradcheck(name, shape, seed):
     x = leaf(arrays(shape, seed, positive=name in ("log2", "rsqrt")))
-    want = {"sin": np.sin, "cos": np.cos, "log2": np.log2, "rsqrt": lambda a: 1 / np.sqrt(a)}[name](x.numpy())
-    np.testing.assert_allclose(getattr(x, name)().numpy(), want, rtol=1e-12)
+    want = {"sin": np.sin, "cos": np.cos, "log2": np.log2, "rsqrt": lambda a: 1 / np.sqrt(a)}[name](x.detach().numpy())
+    np.testing.assert_allclose(getattr(x, name)().detach().numpy(), want, rtol=1e-12)
     assert ag.gradcheck(lambda t: getattr(t, name)(), (x,))
     assert getattr(ag.tensor([1, 4]), name)().dtype.name == "float32"
 
@@ -593,15 +593,15 @@ def test_nan_inf_tests_and_operators():
 def test_flip_repeat_cumsum_prod_logsumexp(case, seed):
     shape, dim, _ = case
     x = leaf(arrays(shape, seed))
-    a = x.numpy()
+    a = x.detach().numpy()
     d = 0 if dim is None else dim[0] if isinstance(dim, tuple) else dim
-    np.testing.assert_array_equal(x.flip(d).numpy(), np.flip(a, d) if shape else a)
+    np.testing.assert_array_equal(x.flip(d).detach().numpy(), np.flip(a, d) if shape else a)
     reps = (2,) + (1, 3)[:len(shape)] + (1,) * max(len(shape) - 2, 0)
-    np.testing.assert_array_equal(x.repeat(*reps).numpy(), np.tile(a, reps))
-    np.testing.assert_allclose(x.cumsum(d).numpy(), np.cumsum(a, axis=d) if shape else a)
-    np.testing.assert_allclose(x.prod(d).numpy(), np.prod(a, axis=d))
-    np.testing.assert_allclose(x.prod().numpy(), np.prod(a))
-    np.testing.assert_allclose(x.logsumexp(dim).numpy(), np.log(np.sum(np.exp(a), axis=dim)), rtol=1e-12)
+    np.testing.assert_array_equal(x.repeat(*reps).detach().numpy(), np.tile(a, reps))
+    np.testing.assert_allclose(x.cumsum(d).detach().numpy(), np.cumsum(a, axis=d) if shape else a)
+    np.testing.assert_allclose(x.prod(d).detach().numpy(), np.prod(a, axis=d))
+    np.testing.assert_allclose(x.prod().detach().numpy(), np.prod(a))
+    np.testing.assert_allclose(x.logsumexp(dim).detach().numpy(), np.log(np.sum(np.exp(a), axis=dim)), rtol=1e-12)
     for fn in (lambda t: t.flip(d), lambda t: t.repeat(*reps), lambda t: t.cumsum(d), lambda t: t.prod(d), lambda t: t.prod(),
                lambda t: t.logsumexp(dim, keepdim=True)):
         assert ag.gradcheck(fn, (x,))
@@ -625,19 +625,19 @@ def test_gather_scatter_index_select_against_numpy(shape, seed, data):
     d = data.draw(st.integers(0, len(shape) - 1))
     ishape = tuple(int(rng.integers(1, n + 1)) for n in shape)
     index = ag.tensor(rng.integers(0, shape[d], size=ishape))
-    want = np.take_along_axis(x.numpy()[tuple(slice(0, n) if k != d else slice(None) for k, n in enumerate(ishape))],
+    want = np.take_along_axis(x.detach().numpy()[tuple(slice(0, n) if k != d else slice(None) for k, n in enumerate(ishape))],
                               index.numpy(), axis=d)
-    np.testing.assert_array_equal(x.gather(d, index).numpy(), want)
+    np.testing.assert_array_equal(x.gather(d, index).detach().numpy(), want)
     assert ag.gradcheck(lambda t: t.gather(d, index), (x,))
     unique = ag.tensor(np.argsort(rng.random(shape), axis=d)[tuple(slice(0, n) for n in ishape)])  # no repeats
     src = leaf(arrays(shape, seed + 1))
     out = x.scatter(d, unique, src)
-    np.testing.assert_array_equal(out.numpy(), _scatter_reference(x.numpy(), d, unique.numpy(), src.numpy()))
+    np.testing.assert_array_equal(out.detach().numpy(), _scatter_reference(x.detach().numpy(), d, unique.numpy(), src.detach().numpy()))
     assert ag.gradcheck(lambda t, s: t.scatter(d, unique, s), (x, src))
-    assert x.scatter(d, unique, value=2.5).numpy()[_grid(unique.numpy(), d)].tolist() == \
+    assert x.scatter(d, unique, value=2.5).detach().numpy()[_grid(unique.numpy(), d)].tolist() == \
         np.full(ishape, 2.5).tolist()
     picks = ag.tensor(rng.integers(0, shape[d], size=3))
-    np.testing.assert_array_equal(x.index_select(d, picks).numpy(), np.take(x.numpy(), picks.numpy(), axis=d))
+    np.testing.assert_array_equal(x.index_select(d, picks).detach().numpy(), np.take(x.detach().numpy(), picks.numpy(), axis=d))
     assert ag.gradcheck(lambda t: t.index_select(d, picks), (x,))
 
 
@@ -681,15 +681,15 @@ def test_sort_argsort_topk_against_numpy(shape, seed, descending, data):
     key = -values if descending else values
     order = np.argsort(key, axis=d, kind="stable")  # equal values keep their order, as PyTorch's stable sort
     np.testing.assert_array_equal(result.indices.numpy(), order)
-    np.testing.assert_array_equal(result.values.numpy(), np.take_along_axis(values, order, axis=d))
+    np.testing.assert_array_equal(result.values.detach().numpy(), np.take_along_axis(values, order, axis=d))
     values_, indices_ = result  # a tuple too
     assert indices_ is result.indices and x.argsort(d, descending=descending).tolist() == order.tolist()
     k = data.draw(st.integers(0, shape[d]))
     top = x.topk(k, d, largest=not descending)
-    np.testing.assert_array_equal(np.sort(top.values.numpy(), axis=d),
+    np.testing.assert_array_equal(np.sort(top.values.detach().numpy(), axis=d),
                                   np.sort(np.take(np.sort(values, axis=d), range(shape[d] - k, shape[d]) if not descending
                                                   else range(k), axis=d), axis=d))
-    np.testing.assert_array_equal(top.values.numpy(), np.take_along_axis(values, top.indices.numpy(), axis=d))
+    np.testing.assert_array_equal(top.values.detach().numpy(), np.take_along_axis(values, top.indices.numpy(), axis=d))
     assert ag.gradcheck(lambda t: t.sort(d, descending=descending).values * ag.tensor(np.arange(values.size).reshape(shape) * 1.0),
                         (leaf(rng.standard_normal(shape)),))
     assert_raises(RuntimeError, lambda: x.topk(shape[d] + 1, d), match="out of range")
@@ -827,7 +827,7 @@ def test_index_backward_equals_the_scatter_add(index, seed):
     t_index = ag.tensor(index) if isinstance(index, np.ndarray) else \
         tuple(ag.tensor(i) if isinstance(i, np.ndarray) else i for i in index) if isinstance(index, tuple) else index
     y = x[t_index]
-    assert np.array_equal(y.numpy(), want_out)
+    assert np.array_equal(y.detach().numpy(), want_out)
     g = rng.standard_normal(want_out.shape).astype(np.float32)
     y.backward(ag.tensor(g))
     want = np.zeros_like(a)
@@ -885,10 +885,10 @@ def test_view_permute_transpose_chains_copy_nothing_forward_and_only_what_backwa
     b, t, h, d = 4, 32, 4, 32
     c = h * d
     qkv = ag.tensor(np.random.default_rng(0).standard_normal((b, t, 3 * c)).astype(np.float32), requires_grad=True)
-    size = qkv.numpy().nbytes
+    size = qkv.detach().numpy().nbytes
     q, k, v = qkv.view(b, t, 3, h, d).permute(2, 0, 3, 1, 4)
     for z in (q, k, v, k.transpose(-2, -1)):
-        assert np.shares_memory(z.numpy(), qkv.numpy())
+        assert np.shares_memory(z.detach().numpy(), qkv.detach().numpy())
     cases = [(lambda x: x.transpose(0, 1).permute(2, 0, 1).transpose(-1, -2),
               lambda a: a.transpose(1, 0, 2).transpose(2, 0, 1).transpose(0, 2, 1), 1.1),
              (lambda x: x.view(b, t, 3, h, d).permute(2, 0, 3, 1, 4),
@@ -896,7 +896,7 @@ def test_view_permute_transpose_chains_copy_nothing_forward_and_only_what_backwa
     for seed_value, (chain, rearrange, limit) in enumerate(cases):
         qkv.grad = None
         y = chain(qkv)
-        assert np.shares_memory(y.numpy(), qkv.numpy())
+        assert np.shares_memory(y.detach().numpy(), qkv.detach().numpy())
         seed = ag.tensor(np.random.default_rng(seed_value).standard_normal(y.shape).astype(np.float32))
         tracemalloc.start()
         y.backward(seed)

@@ -97,7 +97,7 @@ def test_conv2d_values_and_gradients_match_loops_and_finite_differences(case, wi
     b = b if with_bias else None
     tx, tw, tb = t64(x), t64(w), (t64(b) if with_bias else None)
     out = conv2d(tx, tw, tb, stride, padding, dilation)
-    assert np.allclose(out.numpy(), conv_loops(x, w, b, stride, padding, dilation))
+    assert np.allclose(out.detach().numpy(), conv_loops(x, w, b, stride, padding, dilation))
     g = rng.standard_normal(out.shape)
     out.backward(Tensor.tensor(g))
     loss = lambda x_, w_, b_: float((conv_loops(x_, w_, b_, stride, padding, dilation) * g).sum())
@@ -132,7 +132,7 @@ def test_max_pool2d_matches_loops_and_routes_gradient_to_first_maximum(case):
     x = rng.integers(-2, 3, shape).astype(np.float64)  # integers: many ties
     tx = t64(x)
     out = max_pool2d(tx, kernel, stride, padding, dilation)
-    assert np.array_equal(out.numpy(), pool_loops(x, kernel, stride, padding, dilation, "max"))
+    assert np.array_equal(out.detach().numpy(), pool_loops(x, kernel, stride, padding, dilation, "max"))
     g = rng.standard_normal(out.shape)
     out.backward(Tensor.tensor(g))
     # the gradient of each window goes to its first maximum in row-major order (PyTorch's rule)
@@ -157,7 +157,7 @@ def test_avg_pool2d_matches_loops_and_finite_differences(case, count_include_pad
     tx = t64(x)
     out = avg_pool2d(tx, kernel, stride, padding, count_include_pad=count_include_pad)
     want = pool_loops(x, kernel, stride, padding, (1, 1), "avg", count_include_pad)
-    assert np.allclose(out.numpy(), want)
+    assert np.allclose(out.detach().numpy(), want)
     g = rng.standard_normal(out.shape)
     out.backward(Tensor.tensor(g))
     f = lambda v: float((pool_loops(v, kernel, stride, padding, (1, 1), "avg", count_include_pad) * g).sum())
@@ -202,7 +202,7 @@ def test_batchnorm2d_modes_buffers_and_state_dict():
     bn.eval()
     y = rng.standard_normal((2, 3, 2, 2))
     want = (y - bn.running_mean.numpy().reshape(1, 3, 1, 1)) / np.sqrt(bn.running_var.numpy().reshape(1, 3, 1, 1) + 1e-5)
-    assert np.allclose(bn(Tensor.tensor(y)).numpy(), want)
+    assert np.allclose(bn(Tensor.tensor(y)).detach().numpy(), want)
     assert int(bn.num_batches_tracked.item()) == 3
     other = BatchNorm2d(3, dtype="float64")
     other.load_state_dict(bn.state_dict())
@@ -248,11 +248,11 @@ def test_conv2d_module_initialisation_and_unbatched_input():
     conv = Conv2d(16, 8, 3, padding="same")
     bound = 1 / math.sqrt(16 * 9)
     assert conv.weight.shape == (8, 16, 3, 3) and sorted(conv.state_dict()) == ["bias", "weight"]
-    assert 0.95 * bound < np.abs(conv.weight.numpy()).max() <= bound
-    assert 0.5 * bound < np.abs(conv.bias.numpy()).max() <= bound
+    assert 0.95 * bound < np.abs(conv.weight.detach().numpy()).max() <= bound
+    assert 0.5 * bound < np.abs(conv.bias.detach().numpy()).max() <= bound
     x = np.random.default_rng(2).standard_normal((16, 5, 5)).astype(np.float32)
-    single = conv(Tensor.tensor(x)).numpy()
-    batched = conv(Tensor.tensor(x[None])).numpy()
+    single = conv(Tensor.tensor(x)).detach().numpy()
+    batched = conv(Tensor.tensor(x[None])).detach().numpy()
     assert single.shape == (8, 5, 5) and np.allclose(single, batched[0])
     assert MaxPool2d(2)(Tensor.tensor(np.ones((1, 1, 5, 5)))).shape == (1, 1, 2, 2)
     assert AvgPool2d(3, 1, 1)(Tensor.tensor(np.ones((1, 1, 5, 5)))).shape == (1, 1, 5, 5)
@@ -280,7 +280,7 @@ def test_against_pytorch(case, pool_ties):
         tx, tw, tb = t64(x), t64(w), t64(b)
         px, pw, pb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
         out, ref = ours(tx, tw, tb), theirs(px, pw, pb)
-        assert np.allclose(out.numpy(), ref.detach().numpy())
+        assert np.allclose(out.detach().numpy(), ref.detach().numpy())
         if not np.isfinite(ref.detach().numpy()).all():
             continue  # a dilated max-pool window wholly in the padding (-inf): no gradient is defined
             # there, and PyTorch's backward picks an element outside the window or aborts
@@ -305,7 +305,7 @@ def test_batchnorm2d_against_pytorch():
             g = rng.standard_normal(x.shape)
             out.backward(Tensor.tensor(g))
             ref.backward(torch.tensor(g))
-            assert np.allclose(out.numpy(), ref.detach().numpy())
+            assert np.allclose(out.detach().numpy(), ref.detach().numpy())
             assert np.allclose(tx.grad.numpy(), px.grad.numpy())
             assert np.allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy())
             ours.weight.grad = ours.bias.grad = theirs.weight.grad = theirs.bias.grad = None
@@ -318,7 +318,7 @@ def test_batchnorm2d_against_pytorch():
 def test_conv2d_module_initialisation_matches_pytorchs_distribution():
     torch = pytest.importorskip("torch")
     manual_seed(0)
-    ours = np.concatenate([Conv2d(4, 8, 3).weight.numpy().ravel() for _ in range(20)])
+    ours = np.concatenate([Conv2d(4, 8, 3).weight.detach().numpy().ravel() for _ in range(20)])
     theirs = np.concatenate([torch.nn.Conv2d(4, 8, 3).weight.detach().numpy().ravel() for _ in range(20)])
     assert abs(np.abs(ours).max() - np.abs(theirs).max()) < 0.01 * np.abs(theirs).max()
     assert abs(ours.std() - theirs.std()) < 0.05 * theirs.std()

@@ -32,8 +32,8 @@ def test_linear_matches_numpy_and_gradcheck(lead, fan_in, fan_out, bias, seed):
     x, w, b = t64(rng.standard_normal(lead + (fan_in,))), t64(rng.standard_normal((fan_out, fan_in))), \
         t64(rng.standard_normal(fan_out)) if bias else None
     y = F.linear(x, w, b)
-    expected = x.numpy() @ w.numpy().T + (b.numpy() if bias else 0)
-    assert y.shape == lead + (fan_out,) and np.allclose(y.numpy(), expected)
+    expected = x.detach().numpy() @ w.detach().numpy().T + (b.detach().numpy() if bias else 0)
+    assert y.shape == lead + (fan_out,) and np.allclose(y.detach().numpy(), expected)
     assert gradcheck(lambda *a: F.linear(*a) if bias else F.linear(*a), (x, w, b) if bias else (x, w))
 
 
@@ -84,7 +84,7 @@ def test_losses_are_stable_for_huge_logits():
     assert np.isclose(loss.item(), 1e4) and np.all(np.isfinite(x.grad.numpy()))
     z = Tensor.tensor([1e4, -1e4, 0.0], dtype="float32", requires_grad=True)
     bce = F.binary_cross_entropy_with_logits(z, np.array([0.0, 1.0, 1.0], dtype=np.float32), reduction="none")
-    assert np.allclose(bce.numpy(), [1e4, 1e4, math.log(2)])
+    assert np.allclose(bce.detach().numpy(), [1e4, 1e4, math.log(2)])
     bce.backward(np.ones(3, dtype=np.float32))
     assert np.allclose(z.grad.numpy(), [1.0, -1.0, -0.5])
 
@@ -93,7 +93,7 @@ def test_losses_are_stable_for_huge_logits():
 def test_mse_and_bce_gradcheck(n, reduction, seed):
     rng = np.random.default_rng(seed)
     a, b = t64(rng.standard_normal(n)), t64(rng.standard_normal(n))
-    assert np.allclose(F.mse_loss(a, b, reduction="none").numpy(), (a.numpy() - b.numpy()) ** 2)
+    assert np.allclose(F.mse_loss(a, b, reduction="none").detach().numpy(), (a.detach().numpy() - b.detach().numpy()) ** 2)
     assert gradcheck(lambda u, v: F.mse_loss(u, v, reduction=reduction), (a, b))
     y = t64(rng.random(n))
     assert gradcheck(lambda u, v: F.binary_cross_entropy_with_logits(u, v, reduction=reduction), (a, y))
@@ -117,7 +117,7 @@ def test_embedding_forward_and_repeated_index_gradient():
     emb = nn.Embedding(5, 3)
     idx = np.array([[0, 2], [2, 4]])
     out = emb(idx)
-    assert np.array_equal(out.numpy(), emb.weight.numpy()[idx])
+    assert np.array_equal(out.detach().numpy(), emb.weight.detach().numpy()[idx])
     out.backward(np.ones((2, 2, 3), dtype=np.float32))
     assert emb.weight.grad.numpy()[:, 0].tolist() == [1, 0, 2, 0, 1]
     w = t64(np.random.default_rng(0).standard_normal((4, 2)))
@@ -142,10 +142,10 @@ def test_embedding_gradient_sums_every_use_of_a_row(indices, width, seed):
 
 def test_default_initialisation_follows_pytorch():
     layer = nn.Linear(256, 1000)
-    w, b = layer.weight.numpy(), layer.bias.numpy()
+    w, b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
     assert np.abs(w).max() <= 1 / 16 and np.abs(w).max() > 0.99 / 16 and abs(w.std() - 1 / 16 / math.sqrt(3)) < 1e-3
     assert np.abs(b).max() <= 1 / 16
-    table = nn.Embedding(1000, 100).weight.numpy()
+    table = nn.Embedding(1000, 100).weight.detach().numpy()
     assert abs(table.std() - 1) < 0.02 and abs(table.mean()) < 0.02
 
 
@@ -174,7 +174,7 @@ def test_module_tree_state_dict_repr_and_modes():
     other.load_state_dict(net.state_dict())
     net.eval(), other.eval()
     x = Tensor.randn(2, 4)
-    assert np.allclose(net(x)[0].numpy(), other(x)[0].numpy())
+    assert np.allclose(net(x)[0].detach().numpy(), other(x)[0].detach().numpy())
     assert repr(net).startswith("Net(\n  (body): Sequential(\n    (0): Linear(in_features=4, out_features=8, bias=True)")
     assert "(a): Linear(in_features=8, out_features=2, bias=True)" in repr(net)
     assert isinstance(2 * net.body[0].weight, Tensor) and not isinstance(2 * net.body[0].weight, nn.Parameter)
@@ -206,7 +206,7 @@ def test_against_torch_when_installed():
                               (lambda t: F.layer_norm(t, 6), lambda t: torch.nn.functional.layer_norm(t, (6,)))]:
         ours, theirs = t64(x), torch.tensor(x, requires_grad=True)
         ours_out, theirs_out = ours_fn(ours), torch_fn(theirs)
-        assert np.allclose(ours_out.numpy(), theirs_out.detach().numpy())
+        assert np.allclose(ours_out.detach().numpy(), theirs_out.detach().numpy())
         ours_out.backward(np.cos(x))
         theirs_out.backward(torch.tensor(np.cos(x)))
         assert np.allclose(ours.grad.numpy(), theirs.grad.numpy())
@@ -248,7 +248,7 @@ def test_cross_entropy_with_class_probabilities(n, c, reduction, smoothing, seed
     rows = -(q * log_softmax_np(x, 1)).sum(1)
     want = rows if reduction == "none" else rows.sum() if reduction == "sum" else rows.mean()
     got = F.cross_entropy(t64(x), p, reduction=reduction, label_smoothing=smoothing)
-    assert np.allclose(got.numpy(), want)
+    assert np.allclose(got.detach().numpy(), want)
     assert gradcheck(lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing),
                      (t64(x), t64(p)))
 
@@ -273,7 +273,7 @@ def test_softmax_dim_out_of_range_raises_index_error(fn):
     kind, message = error(fn, Tensor.randn(2, 3), dim=3)
     assert kind is IndexError
     assert message == "Dimension out of range (expected to be in range of [-2, 1], but got 3)"
-    assert np.allclose(fn(t64(np.eye(2)), dim=-2).numpy(), fn(t64(np.eye(2)), dim=0).numpy())
+    assert np.allclose(fn(t64(np.eye(2)), dim=-2).detach().numpy(), fn(t64(np.eye(2)), dim=0).detach().numpy())
 
 
 # --- given layers and functions: CrossEntropyLoss, MSELoss, Flatten, nll_loss, one_hot, pad, buffers ----
@@ -290,24 +290,24 @@ def test_nll_loss_matches_numpy_and_gradcheck(n, c, reduction, seed):
     if reduction == "mean" and n == 1:
         assert np.isnan(got.item())  # every row ignored: 0 / 0, as PyTorch
     else:
-        assert np.allclose(got.numpy(), want)
+        assert np.allclose(got.detach().numpy(), want)
         assert gradcheck(lambda a: F.nll_loss(a, y, reduction=reduction), (t64(x),))
     z = t64(x)
-    assert np.allclose(F.nll_loss(F.log_softmax(z, 1), y).numpy(), F.cross_entropy(z, y).numpy(), equal_nan=True)
+    assert np.allclose(F.nll_loss(F.log_softmax(z, 1), y).detach().numpy(), F.cross_entropy(z, y).detach().numpy(), equal_nan=True)
 
 
 def test_loss_modules_and_flatten():
     rng = np.random.default_rng(0)
     x, y = t64(rng.standard_normal((4, 3))), np.array([0, 2, 1, 1])
-    assert np.allclose(nn.CrossEntropyLoss(label_smoothing=0.1)(x, y).numpy(),
-                       F.cross_entropy(x, y, label_smoothing=0.1).numpy())
+    assert np.allclose(nn.CrossEntropyLoss(label_smoothing=0.1)(x, y).detach().numpy(),
+                       F.cross_entropy(x, y, label_smoothing=0.1).detach().numpy())
     assert nn.CrossEntropyLoss(reduction="none")(x, y).shape == (4,)
     t = rng.standard_normal((4, 3))
-    assert np.allclose(nn.MSELoss()(x, t).numpy(), ((x.numpy() - t) ** 2).mean())
-    assert np.allclose(nn.MSELoss(reduction="sum")(x, t).numpy(), ((x.numpy() - t) ** 2).sum())
+    assert np.allclose(nn.MSELoss()(x, t).detach().numpy(), ((x.detach().numpy() - t) ** 2).mean())
+    assert np.allclose(nn.MSELoss(reduction="sum")(x, t).detach().numpy(), ((x.detach().numpy() - t) ** 2).sum())
     z = t64(rng.standard_normal((2, 3, 4, 5)))
     assert nn.Flatten()(z).shape == (2, 60) and nn.Flatten(0, 1)(z).shape == (6, 4, 5)
-    assert nn.Flatten(-2)(z).shape == (2, 3, 20) and np.array_equal(nn.Flatten()(z).numpy(), z.numpy().reshape(2, 60))
+    assert nn.Flatten(-2)(z).shape == (2, 3, 20) and np.array_equal(nn.Flatten()(z).detach().numpy(), z.detach().numpy().reshape(2, 60))
     assert gradcheck(lambda a: nn.Flatten(1, 2)(a), (z,))
     assert "start_dim=1, end_dim=-1" in repr(nn.Flatten())
 
@@ -331,14 +331,14 @@ def test_pad_matches_numpy_and_gradcheck(shape, pads, value, seed):
         return
     shape = [s + 2 for s in shape]  # room to crop with negative pads
     x = t64(np.random.default_rng(seed).standard_normal(shape))
-    a = x.numpy()
+    a = x.detach().numpy()
     for d, (lo, hi) in enumerate(zip(pads[::2], pads[1::2])):  # last dimension first
         axis = a.ndim - 1 - d
         a = np.take(a, range(max(-lo, 0), a.shape[axis] - max(-hi, 0)), axis=axis)
         widths = [(0, 0)] * a.ndim
         widths[axis] = (max(lo, 0), max(hi, 0))
         a = np.pad(a, widths, constant_values=value)
-    assert np.allclose(F.pad(x, pads, value=value).numpy(), a)
+    assert np.allclose(F.pad(x, pads, value=value).detach().numpy(), a)
     assert gradcheck(lambda t: F.pad(t, pads, value=value), (x,))
 
 
@@ -370,7 +370,7 @@ def test_buffers_are_kept_saved_and_loaded_but_not_parameters():
     state["0.mask"] = Tensor.tensor([2.0, 3.0])
     assert other.load_state_dict(state) == ((), ()) or tuple(map(list, other.load_state_dict(state))) == ([], [])
     assert other[0].mask.tolist() == [2.0, 3.0]
-    assert np.array_equal(other[0].linear.weight.numpy(), model[0].linear.weight.numpy())
+    assert np.array_equal(other[0].linear.weight.detach().numpy(), model[0].linear.weight.detach().numpy())
     model[0].mask = Tensor.tensor([5.0, 6.0])  # reassigning a buffer keeps it a buffer
     assert model.state_dict()["0.mask"].tolist() == [5.0, 6.0]
     with pytest.raises(TypeError):
@@ -387,7 +387,7 @@ def test_apply_visits_children_first_then_the_module():
         if isinstance(m, nn.Linear):
             nn.init.zeros_(m.weight)
     model.apply(zero)
-    assert all(not p.numpy().any() for name, p in model.named_parameters() if name.endswith("weight"))
+    assert all(not p.detach().numpy().any() for name, p in model.named_parameters() if name.endswith("weight"))
 
 
 def test_given_functions_against_torch_when_installed():
@@ -405,7 +405,7 @@ def test_given_functions_against_torch_when_installed():
         (F.pad(t64(x), (1, -2, 2, 0), value=0.5), tF.pad(torch.tensor(x), (1, -2, 2, 0), value=0.5)),
         (nn.Flatten(0)(t64(x)), torch.nn.Flatten(0)(torch.tensor(x))),
     ]:
-        assert np.allclose(ours.numpy(), theirs.detach().numpy())
+        assert np.allclose(ours.detach().numpy(), theirs.detach().numpy())
     a, b = t64(x), torch.tensor(x, requires_grad=True)
     F.pad(a, (2, 1, -1, 1)).sum().backward()
     tF.pad(b, (2, 1, -1, 1)).sum().backward()
@@ -447,8 +447,8 @@ def test_exact_gelu_float32_value_and_gradient(n, seed):
     x = tinytorch.tensor(a, requires_grad=True)
     y = F.gelu(x)
     exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in a.astype(np.float64)])
-    assert y.numpy().dtype == np.float32
-    assert np.allclose(y.numpy(), exact, rtol=1e-6, atol=1e-6)
+    assert y.detach().numpy().dtype == np.float32
+    assert np.allclose(y.detach().numpy(), exact, rtol=1e-6, atol=1e-6)
     y.sum().backward()
     h = 1e-3  # central differences of the float32 function, in float64 arithmetic on its outputs
     up = F.gelu(tinytorch.tensor((a.astype(np.float64) + h).astype(np.float32))).numpy().astype(np.float64)

@@ -25,7 +25,7 @@ def run(opt_cls, grads, start, **options):
     for g in grads:
         p.grad = Tensor.tensor(np.asarray(g, dtype=np.float64))
         opt.step()
-        out.append(p.numpy().copy())
+        out.append(p.detach().numpy().copy())
     return out, opt
 
 
@@ -83,14 +83,14 @@ def test_optimizer_state_dict_round_trip_and_set_to_none():
     opt.step()
     saved = opt.state_dict()
     assert saved["param_groups"][1]["lr"] == 0.5 and saved["param_groups"][1]["params"] == [1]
-    a2, b2 = param(a.numpy()), param(b.numpy())
+    a2, b2 = param(a.detach().numpy()), param(b.detach().numpy())
     opt2 = optim.AdamW([{"params": [a2]}, {"params": [b2]}], lr=0.1)
     opt2.load_state_dict(saved)
     for o, ps in ((opt, (a, b)), (opt2, (a2, b2))):
         for p in ps:
             p.grad = Tensor.tensor(np.full(p.shape, 0.5))
         o.step()
-    assert np.allclose(a.numpy(), a2.numpy()) and np.allclose(b.numpy(), b2.numpy())
+    assert np.allclose(a.detach().numpy(), a2.detach().numpy()) and np.allclose(b.detach().numpy(), b2.detach().numpy())
     opt.zero_grad()
     assert a.grad is None
     a.grad = Tensor.tensor([1.0, 1.0])
@@ -150,7 +150,7 @@ def test_checkpoint_round_trip(tmp_path):
     other_opt = optim.Adam(other.parameters(), lr=0.1)
     assert load_checkpoint(tmp_path / "ckpt", other, other_opt) == {"epoch": 3}
     x = Tensor.randn(5, 3)
-    assert np.allclose(model(x).numpy(), other(x).numpy())
+    assert np.allclose(model(x).detach().numpy(), other(x).detach().numpy())
     assert other_opt.state[next(other.parameters())]["step"] == 1
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tinytorch.autograd import Tensor, gradcheck
+from tinytorch.autograd import Tensor, gradcheck, no_grad
 from tinytorch.nn import Parameter
 from tinytorch.tensor_base import Generator, manual_seed
 from tinytorch.transformer import (GPT, BPETokenizer, CharTokenizer, KVCache, TransformerBlock, generate,
@@ -36,7 +36,7 @@ def float64(module):
     """Convert a module's parameters to float64 (for finite differences)."""
     for m in module.modules():
         for name, p in list(m._parameters.items()):
-            setattr(m, name, Parameter(Tensor.tensor(p.numpy().astype(np.float64))))
+            setattr(m, name, Parameter(Tensor.tensor(p.detach().numpy().astype(np.float64))))
     return module
 
 
@@ -58,11 +58,11 @@ def test_gpt_is_causal():
     gpt = small_gpt()
     rng = np.random.default_rng(1)
     ids = rng.integers(0, 17, size=(2, 12))
-    base = gpt(ids).numpy()
+    base = gpt(ids).detach().numpy()
     for t in range(1, 12):
         changed = ids.copy()
         changed[:, t:] = rng.integers(0, 17, size=changed[:, t:].shape)
-        np.testing.assert_allclose(gpt(changed).numpy()[:, :t], base[:, :t], atol=1e-5)
+        np.testing.assert_allclose(gpt(changed).detach().numpy()[:, :t], base[:, :t], atol=1e-5)
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"top_k": 3}, {"top_p": 0.8, "temperature": 0.7}])
@@ -80,8 +80,9 @@ def test_kv_cache_positions_continue():
     gpt = small_gpt(3)
     ids = np.random.default_rng(2).integers(0, 17, size=(1, 10))
     cache = KVCache(2)
-    parts = [gpt(ids[:, s:e], cache=cache).numpy() for s, e in [(0, 4), (4, 5), (5, 10)]]
-    np.testing.assert_allclose(np.concatenate(parts, axis=1), gpt(ids).numpy(), atol=1e-5)
+    with no_grad():  # a cache serves generation: nothing in it is recorded
+        parts = [gpt(ids[:, s:e], cache=cache).numpy() for s, e in [(0, 4), (4, 5), (5, 10)]]
+    np.testing.assert_allclose(np.concatenate(parts, axis=1), gpt(ids).detach().numpy(), atol=1e-5)
     with pytest.raises(ValueError):
         gpt(ids[:, :3], cache=cache)  # 13 positions > block size 12
 
@@ -99,7 +100,7 @@ def test_checkpoint_resumes_exactly(tmp_path):
     assert h2["step"] == h1["step"]
     np.testing.assert_allclose(h2["loss"], h1["loss"], rtol=1e-6)
     for (name, p), (_, q) in zip(straight.named_parameters(), resumed.named_parameters()):
-        np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=name)
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)
 
 
 def test_shortened_training_beats_the_unigram_baseline():

@@ -14,7 +14,7 @@ from .nn import Module, Linear, Embedding, Dropout, Parameter, _rng, softmax
 
 # %% ../modules/06_attention/06_attention.ipynb #7b1ad77f
 def _as_numpy(x):
-    return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
+    return x._numpy() if isinstance(x, Tensor) else np.asarray(x)
 
 
 def attention_bias(L, S, attn_mask=None, is_causal=False, dtype=np.float32):
@@ -94,7 +94,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
     """
     _check_attention(query, key, value, attn_mask)
     L, S = query.shape[-2], key.shape[-2]
-    dtype = query.numpy().dtype
+    dtype = query._numpy().dtype
     ### BEGIN SOLUTION
     bias = attention_bias(L, S, attn_mask, is_causal, dtype)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -138,7 +138,7 @@ def _check_attention(query, key, value, attn_mask):
 
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     """The attention probabilities softmax(scale * q k^T + bias), shape (..., L, S), not recorded."""
-    q, k = query.numpy(), key.numpy()
+    q, k = query._numpy(), key._numpy()
     ### BEGIN SOLUTION
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     bias = attention_bias(q.shape[-2], k.shape[-2], attn_mask, is_causal, s.dtype)

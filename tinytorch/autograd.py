@@ -307,7 +307,7 @@ def run_backward(root, grad, retain_graph=False, capture=None):
 # %% ../modules/03_autograd/03_autograd.ipynb #36e7766c
 def as_array(x):
     """The numpy value of a Tensor (a view, no copy), or `x` itself (a number, None, an array)."""
-    return x.numpy() if isinstance(x, BaseTensor) else x
+    return x._numpy() if isinstance(x, BaseTensor) else x
 
 
 def _elementwise(a, b, op):
@@ -329,6 +329,14 @@ class Tensor(BaseTensor):
     @classmethod
     def _from_array(cls, array):
         return super()._from_array(np.asarray(array))  # numpy scalars (from reductions) too
+
+    def numpy(self):
+        """The values as a numpy array, refused (as in PyTorch) for a tensor that requires grad
+        while grad mode is on: the array would take the values out of the graph silently."""
+        if self.requires_grad and _grad_mode.enabled:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self._numpy()
 
     def _match_shapes(self, other):
         """Broadcast like module 02, with the parent's (never recorded) `expand`."""
@@ -415,7 +423,8 @@ class Tensor(BaseTensor):
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf this tensor depends on."""
         if not self.requires_grad:
             raise RuntimeError("backward() of a tensor that does not require grad and has no grad_fn")
-        run_backward(self, _seed_gradient(self, gradient), retain_graph=retain_graph)
+        with no_grad():  # the engine reads tensors that require grad; it records nothing
+            run_backward(self, _seed_gradient(self, gradient), retain_graph=retain_graph)
 
     def _repr_extras(self):
         extras = super()._repr_extras()
@@ -504,11 +513,11 @@ class Tensor(BaseTensor):
                     raise RuntimeError(f"{name}: in-place changes of a view are not recorded in "
                                        "TinyTorch; use an out-of-place operation instead")
                 result = function.apply(Clone.apply(self._alias()), *args)
-                self.numpy()[...] = result.numpy()
+                self._numpy()[...] = result._numpy()
                 self._bump_version()
                 self.grad_fn, self.requires_grad = result.grad_fn, True
                 return self
-        raw(self.numpy())
+        raw(self._numpy())
         self._bump_version()
         return self
 
@@ -628,7 +637,7 @@ class Tensor(BaseTensor):
     def scatter_(self, dim, index, src=None, *, value=None):
         src = _src(src, value)
         grid = _index_grid(self, dim, index, "scatter_")
-        value = src.numpy()[tuple(slice(0, n) for n in index.shape)] if isinstance(src, BaseTensor) else src
+        value = src._numpy()[tuple(slice(0, n) for n in index.shape)] if isinstance(src, BaseTensor) else src
 
         def raw(a):
             a[grid] = value
@@ -1008,7 +1017,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
             if not out.requires_grad:
                 raise RuntimeError("grad(): an output does not require grad and has no grad_fn")
             keep = retain_graph or i < len(outputs) - 1
-            run_backward(out, _seed_gradient(out, g), retain_graph=keep, capture=capture)
+            with no_grad():
+                run_backward(out, _seed_gradient(out, g), retain_graph=keep, capture=capture)
     finally:
         for node, previous in retained:
             node.retained = previous
@@ -1040,7 +1050,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
             return float(np.sum(fn(*inputs).numpy() * v))
 
     for position, i in enumerate(checked):
-        array = inputs[i].numpy()
+        array = inputs[i].detach().numpy()  # shares memory with the input
         got = np.zeros(array.shape) if analytical[position] is None else analytical[position].numpy()
         for index in np.ndindex(*array.shape):
             original = array[index]
@@ -1266,7 +1276,7 @@ def graph_text(t, names=None):
 
 def _brief(x):
     """A short text for a tensor's values: the numbers when there are at most 4, else the shape."""
-    a = x.numpy() if isinstance(x, BaseTensor) else np.asarray(x)
+    a = x._numpy() if isinstance(x, BaseTensor) else np.asarray(x)
     if a.size > 4:
         return f"shape {tuple(a.shape)}"
     return np.array2string(a, separator=", ", formatter={"float_kind": lambda v: f"{v:.4g}"})
@@ -1648,7 +1658,7 @@ def _index_grid(x, dim, index, name):
     if any(k != d and n > m for k, (n, m) in enumerate(zip(index.shape, x.shape))):
         raise RuntimeError(f"{name}(): Size does not match: index {index.shape} must not be larger than "
                            f"input {x.shape} apart from dimension {d}")
-    i = index.numpy()
+    i = index._numpy()
     if i.size and (i.min() < 0 or i.max() >= max(x.shape[d] if x.ndim else 1, 1)):
         bad = i.min() if i.min() < 0 else i.max()
         raise RuntimeError(f"{name}(): index {bad} is out of bounds for dimension {d} with size "
@@ -1732,7 +1742,7 @@ def _sort(x, dim=-1, descending=False, stable=False):
     """`SortResult(values, indices)` along `dim`; equal values keep their order (stable), NaN is largest."""
     if x.ndim == 0:
         return SortResult(x.clone(), Tensor._from_array(np.zeros((), np.int64)))
-    d, a = wrap_dim(dim, x.ndim), x.numpy()
+    d, a = wrap_dim(dim, x.ndim), x._numpy()
     if descending:  # a stable ascending sort of the reversed data, reversed: ties keep their order
         order = np.flip(np.argsort(np.flip(a, d), axis=d, kind="stable"), d)
         order = x.shape[d] - 1 - order
@@ -1860,7 +1870,7 @@ def empty(*size, dtype=None, requires_grad=False):
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices of categories drawn with probabilities proportional to the rows of `input` (1-d or
     2-d, non-negative): `num_samples` per row, with or without replacement."""
-    p = input.numpy().astype(np.float64)
+    p = input._numpy().astype(np.float64)
     if p.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {input.shape}")
     rows = p.reshape(-1, p.shape[-1])
@@ -1960,9 +1970,17 @@ class Tensor(_PlainTensor):
         return t
 
     def numpy(self):
+        if self.requires_grad and _grad_mode.enabled:
+            super().numpy()  # raises Part 3's error
+        array = self._np  # what _numpy() does, inlined: every forward and backward reads this way
+        if array is None:
+            array = self._np = super()._numpy()
+        return array
+
+    def _numpy(self):
         array = self._np
         if array is None:
-            array = self._np = super().numpy()
+            array = self._np = super()._numpy()
         return array
 
     @_PlainTensor.data.setter
@@ -1976,14 +1994,14 @@ class Tensor(_PlainTensor):
         if isinstance(other, BaseTensor):
             fast = (other.storage.dtype is self.storage.dtype and other.shape == self.shape
                     and (kind == "f" or kind == "i" and op is not np.divide))
-            b = other.numpy() if fast else None
+            b = other._numpy() if fast else None
         else:
             fast = (type(other) is float and kind == "f") or \
                    (type(other) is int and (kind == "f" or kind == "i" and op is not np.divide))
             b = other
         if not fast:
             return super()._binary(other, op, reverse)
-        a = self.numpy()
+        a = self._numpy()
         return self._from_array(op(b, a) if reverse else op(a, b))
 
 

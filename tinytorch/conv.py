@@ -334,7 +334,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     count = input.numel() // channels
     if count <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
-    a = input.numpy()
+    a = input.detach().numpy()  # the batch statistics: read, not recorded
     ### BEGIN SOLUTION
     axes = _channel_axes(a.ndim)
     mean = a.mean(axis=axes)

@@ -380,7 +380,7 @@ def _split_ints(index):
             ints.append(i)
             rest.append(i)
         else:  # a slice or an index array: a boolean mask covers as many dimensions as it has
-            mask = np.asarray(i.numpy() if isinstance(i, BaseTensor) else i) if not isinstance(i, slice) else None
+            mask = np.asarray(i._numpy() if isinstance(i, BaseTensor) else i) if not isinstance(i, slice) else None
             ints.extend([slice(None)] * (mask.ndim if mask is not None and mask.dtype == np.bool_ else 1))
             rest.append(i)
     return tuple(ints), tuple(rest)
@@ -388,7 +388,7 @@ def _split_ints(index):
 
 def _numpy_index(index):
     """`index` with tensors replaced by the numpy arrays that they view."""
-    return tuple(i.numpy() if isinstance(i, BaseTensor) else i for i in index)
+    return tuple(i._numpy() if isinstance(i, BaseTensor) else i for i in index)
 
 
 class Tensor(BaseTensor):
@@ -431,7 +431,7 @@ class Tensor(BaseTensor):
         """This tensor if it is contiguous, else a contiguous copy (row-major, fresh storage)."""
         if self.is_contiguous():
             return self
-        return self._from_array(np.ascontiguousarray(self.numpy()))
+        return self._from_array(np.ascontiguousarray(self._numpy()))
 
     # ----- views ------------------------------------------------------------------------------
     def permute(self, *dims):
@@ -529,7 +529,7 @@ class Tensor(BaseTensor):
             if split is not None:
                 return Tensor.__getitem__(Tensor.__getitem__(self, split[0]), split[1])
             try:
-                return self._from_array(np.array(self.numpy()[_numpy_index(index)]))  # always a copy
+                return self._from_array(np.array(self._numpy()[_numpy_index(index)]))  # always a copy
             except IndexError as e:  # numpy's words, PyTorch's dimension
                 raise IndexError(str(e).replace("axis", "dimension")) from None
         shape, strides, offset = basic_index_layout(self.shape, self.strides, self.offset, index)
@@ -539,16 +539,16 @@ class Tensor(BaseTensor):
         """`t[index] = value`: write `value` (broadcast) into the shared storage."""
         index = index if isinstance(index, tuple) else (index,)
         if isinstance(value, BaseTensor):
-            value = value.numpy()
+            value = value._numpy()
         if _is_advanced(index):
             split = _split_ints(index)
             target = self if split is None else Tensor.__getitem__(self, split[0])
-            target.numpy()[_numpy_index(index if split is None else split[1])] = value
+            target._numpy()[_numpy_index(index if split is None else split[1])] = value
             return
         target = self[index]
         if isinstance(value, np.ndarray) and value.shape != target.shape:
-            value = type(self)._from_array(value).expand(target.shape).numpy()
-        np.copyto(target.numpy(), value, casting="unsafe")
+            value = type(self)._from_array(value).expand(target.shape)._numpy()
+        np.copyto(target._numpy(), value, casting="unsafe")
 
     def __iter__(self):
         if not self.shape:
@@ -574,9 +574,9 @@ class Tensor(BaseTensor):
         if self.numel() == 0 or "ddof" in kwargs:
             with warnings.catch_warnings():  # means of nothing and variances of too few are nan
                 warnings.simplefilter("ignore", RuntimeWarning)
-                result = op(self.numpy(), axis=dims, **kwargs)
+                result = op(self._numpy(), axis=dims, **kwargs)
         else:
-            result = op(self.numpy(), axis=dims, **kwargs)
+            result = op(self._numpy(), axis=dims, **kwargs)
         return self._from_array(np.asarray(result).reshape(reduced_shape(self.shape, dims, keepdim)))
 
     def _needs_float(self, name):
@@ -610,7 +610,7 @@ class Tensor(BaseTensor):
         if dim is None:
             if self.numel() == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
-            flat = arg_op(self.numpy().reshape(-1))
+            flat = arg_op(self._numpy().reshape(-1))
             return self._from_array(np.array(flat, dtype=np.int64).reshape(
                 reduced_shape(self.shape, tuple(range(self.ndim)), keepdim)))
         dims = normalize_dims(int(dim), self.ndim)
@@ -618,7 +618,7 @@ class Tensor(BaseTensor):
             return self._from_array(np.zeros((), dtype=np.int64))
         if self.shape[dims[0]] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {dims[0]} to have non-zero size.")
-        indices = arg_op(self.numpy(), axis=dims[0])
+        indices = arg_op(self._numpy(), axis=dims[0])
         return self._from_array(indices.astype(np.int64).reshape(reduced_shape(self.shape, dims, keepdim)))
 
     def argmax(self, dim=None, keepdim=False):
@@ -660,7 +660,7 @@ class Tensor(BaseTensor):
             b = b.unsqueeze(-1) if b.ndim == 1 else b
             batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
             a, b = a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:])
-        return self._from_array(np.matmul(a.numpy(), b.numpy()).reshape(shape))
+        return self._from_array(np.matmul(a._numpy(), b._numpy()).reshape(shape))
 
     def __matmul__(self, other): return self.matmul(other)
     def __rmatmul__(self, other): return type(self).tensor(other).matmul(self)
@@ -683,7 +683,7 @@ class Tensor(BaseTensor):
                                      f"size {first.shape[j]} but got size {t.shape[j]} for tensor "
                                      f"number {k} in the list.")
         dtype = result_type(*tensors).numpy_dtype
-        return cls._from_array(np.concatenate([t.numpy().astype(dtype, copy=False) for t in tensors], axis=d))
+        return cls._from_array(np.concatenate([t._numpy().astype(dtype, copy=False) for t in tensors], axis=d))
 
     @classmethod
     def stack(cls, tensors, dim=0):
@@ -726,8 +726,8 @@ class Tensor(BaseTensor):
         shape = broadcast_shapes(condition.shape, *(x.shape for x in operands))
         c, x, y = (cls._make(t.storage, t.shape, t.strides, t.offset).expand(shape)
                    for t in (condition, *operands))
-        return cls._from_array(np.where(c.numpy(), x.numpy().astype(dtype.numpy_dtype, copy=False),
-                                        y.numpy().astype(dtype.numpy_dtype, copy=False)))
+        return cls._from_array(np.where(c._numpy(), x._numpy().astype(dtype.numpy_dtype, copy=False),
+                                        y._numpy().astype(dtype.numpy_dtype, copy=False)))
 
     def masked_fill(self, mask, value):
         """A copy with `value` wherever the bool `mask` (broadcast) is True."""
@@ -742,7 +742,7 @@ class Tensor(BaseTensor):
         rows, cols = self.shape[-2:]
         lower = np.tri(rows, cols, k=diagonal if keep_lower else diagonal - 1, dtype=bool)
         keep = lower if keep_lower else ~lower
-        return self._from_array(np.where(keep, self.numpy(), np.zeros((), dtype=self.storage.dtype)))
+        return self._from_array(np.where(keep, self._numpy(), np.zeros((), dtype=self.storage.dtype)))
 
     def tril(self, diagonal=0):
         """A copy with the elements above the `diagonal`-th diagonal of the last two dims set to 0."""

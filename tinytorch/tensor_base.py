@@ -255,7 +255,7 @@ class Tensor:
     def tensor(cls, data, dtype=None):
         """A new tensor holding a copy of `data` (a number, nested lists, a numpy array, a Tensor)."""
         if isinstance(data, Tensor):
-            array = data.numpy()
+            array = data._numpy()
         elif isinstance(data, np.ndarray):
             array = data
         else:
@@ -328,19 +328,25 @@ class Tensor:
 
     def numpy(self):
         """A numpy array that shares memory with this tensor (reads it through its layout)."""
+        return self._numpy()
+
+    def _numpy(self):
+        """The library's own read of the values (what `numpy()` returns here). Module 03 makes the
+        public `numpy()` refuse a tensor that requires grad, as PyTorch does; the library's code,
+        which must read every tensor, calls `_numpy()`."""
         return strided_view(self.storage, self.shape, self.strides, self.offset)
 
     def tolist(self):
-        return self.numpy().tolist()
+        return self._numpy().tolist()
 
     def to(self, dtype):
         """This tensor if it already has `dtype`, else a converted copy."""
         dtype = as_dtype(dtype)
-        return self if dtype is self.dtype else self._from_array(self.numpy().astype(dtype.numpy_dtype))
+        return self if dtype is self.dtype else self._from_array(self._numpy().astype(dtype.numpy_dtype))
 
     def clone(self):
         """A contiguous copy with its own storage."""
-        return self._from_array(self.numpy().copy())
+        return self._from_array(self._numpy().copy())
 
     def __len__(self):
         if not self.shape:
@@ -420,9 +426,9 @@ class Tensor:
         if op is np.divide and not dtype.is_floating_point:
             dtype = DEFAULT_FLOAT
         a, b = self._match_shapes(other)
-        a = a.numpy().astype(dtype.numpy_dtype, copy=False)
+        a = a._numpy().astype(dtype.numpy_dtype, copy=False)
         if isinstance(b, Tensor):
-            b = b.numpy().astype(dtype.numpy_dtype, copy=False)
+            b = b._numpy().astype(dtype.numpy_dtype, copy=False)
         else:
             b = dtype.numpy_dtype.type(b)
         if reverse:
@@ -447,7 +453,7 @@ class Tensor:
 
     def __pow__(self, exponent):
         if result_type(self, exponent).category != DType.FLOAT and np.any(np.asarray(
-                exponent.numpy() if isinstance(exponent, Tensor) else exponent) < 0):
+                exponent._numpy() if isinstance(exponent, Tensor) else exponent) < 0):
             raise RuntimeError(f"Integers to negative integer powers are not allowed ({self.dtype} "
                                f"tensor of shape {self.shape}); use a float base, e.g. t.float() ** -1")
         if isinstance(exponent, numbers.Integral) and exponent in (2, 3):
@@ -464,7 +470,7 @@ class Tensor:
 
     def _unary(self, op, float_result=False):
         """`op` applied to every element; `float_result` promotes bool/int inputs to float32."""
-        a = self.numpy()
+        a = self._numpy()
         if float_result and not self.dtype.is_floating_point:
             a = a.astype(DEFAULT_FLOAT.numpy_dtype)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -489,7 +495,7 @@ class Tensor:
         return [] if default else [f"dtype={self.dtype!r}"]
 
     def __repr__(self):
-        array = self.numpy()
+        array = self._numpy()
         extras = self._repr_extras()
         if array.size == 0 and array.ndim != 1:
             extras.insert(0, f"size={self.shape}")

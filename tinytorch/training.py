@@ -53,6 +53,7 @@ class Optimizer:
                     p.grad.numpy()[...] = 0
         ### END SOLUTION
 
+    @no_grad()  # as in PyTorch: the update is not recorded, and numpy() may read the parameters
     def step(self):
         """Update every parameter that has a gradient (`update` does one parameter)."""
         for group in self.param_groups:

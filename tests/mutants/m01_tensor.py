@@ -45,11 +45,11 @@ MUTANTS = [
      "position = storage_index(self._full_index(index), self.shape, contiguous_strides(self.shape), self.offset)\n"
      "        self.storage[position] = value"),
     ("tensor_class", "tensor operands not cast (numpy's promotion instead of PyTorch's)",
-     "b = b.numpy().astype(dtype.numpy_dtype, copy=False)", "b = b.numpy()"),
+     "b = b._numpy().astype(dtype.numpy_dtype, copy=False)", "b = b._numpy()"),
     ("tensor_class", "reflected operands not swapped", "if reverse:", "if False:"),
     ("tensor_class", "integer division keeps numpy's float64",
      "if op is np.divide and not dtype.is_floating_point:", "if False:"),
     ("tensor_class", "operands read from the storage, ignoring strides and offset",
-     "a = a.numpy().astype(dtype.numpy_dtype, copy=False)",
+     "a = a._numpy().astype(dtype.numpy_dtype, copy=False)",
      "a = a.storage[:a.numel()].reshape(a.shape).astype(dtype.numpy_dtype, copy=False)"),
 ]
