@@ -121,9 +121,9 @@ def test_an_untouched_workspace_is_not_started_and_fails_its_checks(workspace):
     assert "locked" in out
     code, out = learn(workspace, "check", "01")
     assert code == 1, out
-    assert "0/8 pass in the notebook" in out
-    assert "first failure: contiguous_strides_visible (in the notebook)" in out
-    assert "line 1: assert_equal(contiguous_strides((2, 3)), (3, 1)" in out
+    assert "0/12 pass in the notebook" in out
+    assert "first failure: dtypes_visible (in the notebook)" in out
+    assert 'line 1: assert_equal([as_dtype("float32"), as_dtype("bool_")' in out
     assert "NotImplementedError" in out and "./learn export 01" in out
     # A locked milestone does not run: it names the modules to finish, as status does.
     for milestone, needs in [("01", MODULES[:1]), ("05", MODULES[:5])]:
@@ -175,7 +175,7 @@ def test_a_learner_solves_exports_checks_and_unlocks_the_milestone(workspace):
     assert shows(learn(workspace, "status")[1], "01_tensor", "exported")
     code, out = learn(workspace, "check", "01")
     assert code == 0, out
-    assert "8/8 pass in the notebook" in out and "8/8 pass against tinytorch.tensor_base" in out
+    assert "12/12 pass in the notebook" in out and "12/12 pass against tinytorch.tensor_base" in out
     code, out = learn(workspace, "status")
     assert shows(out, "01_tensor", "checks pass") and shows(out, "01_your_own_tensor", "unlocked"), out
     code, out = learn(workspace, "milestone", "01")
@@ -188,7 +188,7 @@ def test_a_learner_solves_exports_checks_and_unlocks_the_milestone(workspace):
                                      "def contiguous_strides(shape):\n    return (0,) * len(shape)", 1))
     assert not shows(learn(workspace, "status")[1], "01_tensor", "checks pass"), "a changed package needs a check"
     code, out = learn(workspace, "check", "01")
-    assert code == 1 and "8/8 pass in the notebook" in out, out
+    assert code == 1 and "12/12 pass in the notebook" in out, out
     assert "first failure: contiguous_strides_visible (package)" in out
 
 
@@ -215,7 +215,7 @@ def test_check_uses_the_tests_as_handed_out(workspace):
     notebook.cells = [c for c in notebook.cells if notebooks.grade_id(c) != "elementwise_visible"]
     notebooks.write(notebook, path)
     code, out = learn(workspace, "check", "01")
-    assert code == 1 and "0/8 pass in the notebook" in out, out
+    assert code == 1 and "0/12 pass in the notebook" in out, out
     assert "elementwise_visible         2       FAIL" in out
 
 
@@ -251,7 +251,7 @@ def test_the_commands_work_from_a_notebook_cell(workspace):
     NotebookClient(notebook, kernel_name="python3", timeout=300,
                    resources={"metadata": {"path": str(workspace / "modules" / "01_tensor")}}).execute(env=env)
     shown = "".join(o.get("text", "") for o in notebook.cells[0].outputs)
-    assert shows(shown, "01_tensor", "not started") and "first failure: contiguous_strides_visible" in shown
+    assert shows(shown, "01_tensor", "not started") and "first failure: dtypes_visible" in shown
     assert shown.rstrip().endswith("False")
 
 

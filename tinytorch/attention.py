@@ -103,12 +103,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
         shape = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (L, S)
         keep = _rng(generator).random(shape) >= dropout_p
         mask = keep.astype(dtype) * dtype.type(1 / (1 - dropout_p))
-    ### END SOLUTION
     if isinstance(attn_mask, Tensor) and attn_mask.requires_grad and is_grad_enabled():
         # a float mask that needs its gradient: the same formula from recorded operations
         weights = softmax(query.matmul(key.transpose(-2, -1)) * scale + attn_mask, -1)
         weights = weights if mask is None else weights * Tensor._from_array(mask)
         return weights.matmul(value)
+    ### END SOLUTION
     return AttentionFunction.apply(query, key, value, bias, scale, mask)
 
 
@@ -122,6 +122,7 @@ def _check_attention(query, key, value, attn_mask):
         names = [_TORCH_NAMES.get(t.dtype.name, t.dtype.name) for t in (query, key, value)]
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
                            f"{names[0]} key.dtype: {names[1]} and value.dtype: {names[2]} instead.")
+    ### BEGIN SOLUTION
     if min(query.ndim, key.ndim, value.ndim) < 2:
         raise RuntimeError(f"query, key and value need at least 2 dimensions (..., L or S, E); got {shapes}")
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
@@ -134,6 +135,7 @@ def _check_attention(query, key, value, attn_mask):
     except ValueError:
         mask = "" if attn_mask is None else f", attn_mask {np.shape(_as_numpy(attn_mask))}"
         raise RuntimeError(f"the batch dimensions of {shapes}{mask} do not broadcast against (..., L, S)") from None
+    ### END SOLUTION
 
 
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
@@ -173,11 +175,11 @@ class MultiHeadAttention(Module):
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, causal=False, generator=None):
         super().__init__()
+        self.dropout, self.causal, self.generator = dropout, causal, generator
+        ### BEGIN SOLUTION
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
-        self.dropout, self.causal, self.generator = dropout, causal, generator
-        ### BEGIN SOLUTION
         self.qkv = Linear(embed_dim, 3 * embed_dim, bias=bias)
         self.proj = Linear(embed_dim, embed_dim, bias=bias)
         ### END SOLUTION

@@ -429,9 +429,11 @@ class Tensor(BaseTensor):
 
     def contiguous(self):
         """This tensor if it is contiguous, else a contiguous copy (row-major, fresh storage)."""
+        ### BEGIN SOLUTION
         if self.is_contiguous():
             return self
         return self._from_array(np.ascontiguousarray(self._numpy()))
+        ### END SOLUTION
 
     # ----- views ------------------------------------------------------------------------------
     def permute(self, *dims):
@@ -439,42 +441,53 @@ class Tensor(BaseTensor):
         return self._view(shape, strides)
 
     def transpose(self, dim0, dim1):
+        ### BEGIN SOLUTION
         dims = list(range(self.ndim))
         d0, d1 = wrap_dim(dim0, self.ndim), wrap_dim(dim1, self.ndim)
         if self.ndim:
             dims[d0], dims[d1] = dims[d1], dims[d0]
         return self.permute(*dims)
+        ### END SOLUTION
 
     @property
     def T(self):
         """All dimensions reversed (the matrix transpose for a 2-d tensor)."""
+        ### BEGIN SOLUTION
         return self.permute(*reversed(range(self.ndim)))
+        ### END SOLUTION
 
     @property
     def mT(self):
         """The last two dimensions swapped (a batch of transposed matrices)."""
+        ### BEGIN SOLUTION
         if self.ndim < 2:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                              f"Got {self.ndim}-D tensor.")
         return self.transpose(-2, -1)
+        ### END SOLUTION
 
     def unsqueeze(self, dim):
         """A view with a new dimension of size 1 at position `dim` (in the result)."""
+        ### BEGIN SOLUTION
         d = wrap_dim(dim, self.ndim + 1)
         stride = self.shape[d] * self.strides[d] if d < self.ndim else 1
         return self._view(self.shape[:d] + (1,) + self.shape[d:], self.strides[:d] + (stride,) + self.strides[d:])
+        ### END SOLUTION
 
     def squeeze(self, dim=None):
         """A view without the size-1 dimensions (all of them, or those among `dim`)."""
+        ### BEGIN SOLUTION
         dims = range(self.ndim) if dim is None else normalize_dims(dim, self.ndim)
         keep = [k for k in range(self.ndim) if not (k in dims and self.shape[k] == 1)]
         return self._view(tuple(self.shape[k] for k in keep), tuple(self.strides[k] for k in keep))
+        ### END SOLUTION
 
     def view(self, *shape):
         """The same elements with a new shape (one entry may be -1), without a copy.
 
         Raises RuntimeError, like PyTorch, when the layout makes that impossible.
         """
+        ### BEGIN SOLUTION
         shape = _infer_size(_size_arg(shape), self.numel())
         strides = view_strides(self.shape, self.strides, shape)
         if strides is None:
@@ -482,17 +495,21 @@ class Tensor(BaseTensor):
                                "least one dimension spans across two contiguous subspaces). Use "
                                ".reshape(...) instead.")
         return self._view(shape, strides)
+        ### END SOLUTION
 
     def reshape(self, *shape):
         """A view with the new shape when one exists, else a contiguous copy reshaped."""
+        ### BEGIN SOLUTION
         shape = _infer_size(_size_arg(shape), self.numel())
         strides = view_strides(self.shape, self.strides, shape)
         if strides is None:
             return self.contiguous().view(shape)
         return self._view(shape, strides)
+        ### END SOLUTION
 
     def flatten(self, start_dim=0, end_dim=-1):
         """Dimensions start_dim..end_dim merged into one (a view when possible, like reshape)."""
+        ### BEGIN SOLUTION
         if self.ndim == 0:
             return self.reshape(1)
         start, end = wrap_dim(start_dim, self.ndim), wrap_dim(end_dim, self.ndim)
@@ -500,6 +517,7 @@ class Tensor(BaseTensor):
             raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         merged = math.prod(self.shape[start:end + 1])
         return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1:])
+        ### END SOLUTION
 
     def expand(self, *sizes):
         """A stride-0 view broadcast to `sizes` (-1 keeps a size)."""

@@ -3,9 +3,9 @@
 # %% auto #0
 __all__ = ['bool_', 'int32', 'int64', 'float32', 'float64', 'DTYPES', 'DEFAULT_FLOAT', 'DEFAULT_INT', 'default_generator',
            'tensor', 'zeros', 'ones', 'full', 'arange', 'randn', 'DType', 'as_dtype', 'promote_types',
-           'contiguous_strides', 'storage_index', 'strided_view', 'flatten_nested', 'operand_priority', 'operand_dtype',
-           'result_type', 'Generator', 'manual_seed', 'Tensor', 'zeros_like', 'ones_like', 'full_like', 'randn_like',
-           'plot_layout']
+           'contiguous_strides', 'storage_index', 'strided_view', 'check_layout', 'flatten_nested', 'operand_priority',
+           'operand_dtype', 'result_type', 'Generator', 'manual_seed', 'Tensor', 'zeros_like', 'ones_like', 'full_like',
+           'randn_like', 'plot_layout']
 
 # %% ../modules/01_tensor/01_tensor.ipynb #c115f1c5
 import math
@@ -49,7 +49,10 @@ DEFAULT_FLOAT, DEFAULT_INT = float32, int64
 
 
 def as_dtype(dtype):
-    """Return the `DType` for a `DType`, a dtype name such as "float32", or a numpy dtype."""
+    """Return the `DType` for a `DType`, a dtype name such as "float32", or a numpy dtype.
+
+    Raise TypeError for anything else, naming the supported dtypes."""
+    ### BEGIN SOLUTION
     if isinstance(dtype, DType):
         return dtype
     if isinstance(dtype, str) and dtype in _BY_NAME:
@@ -62,12 +65,17 @@ def as_dtype(dtype):
         names = ", ".join(d.name for d in DTYPES)
         raise TypeError(f"unsupported dtype {dtype!r}; TinyTorch supports {names}")
     return found
+    ### END SOLUTION
 
 
 def promote_types(a, b):
-    """The smallest dtype that holds both `a` and `b` (like `torch.promote_types`)."""
+    """The dtype of `a` and `b` combined, like `torch.promote_types` (they may be names)."""
+    ### BEGIN SOLUTION
     a, b = as_dtype(a), as_dtype(b)
+    if a.category != b.category:
+        return a if a.category > b.category else b
     return as_dtype(np.promote_types(a.numpy_dtype, b.numpy_dtype))
+    ### END SOLUTION
 
 # %% ../modules/01_tensor/01_tensor.ipynb #be3e2245
 def contiguous_strides(shape):
@@ -120,6 +128,19 @@ def strided_view(storage, shape, strides, offset):
                       strides=tuple(s * itemsize for s in strides))
     ### END SOLUTION
 
+# %% ../modules/01_tensor/01_tensor.ipynb #0129eddb
+def check_layout(shape, strides, offset, size):
+    """RuntimeError unless every element of the layout (in elements) lies in positions 0 .. size - 1."""
+    ### BEGIN SOLUTION
+    if math.prod(shape) == 0:
+        return
+    lowest = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    highest = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    if lowest < 0 or highest >= size:
+        raise RuntimeError(f"shape {tuple(shape)}, strides {tuple(strides)} and offset {offset} reach "
+                           f"outside a storage of {size} elements")
+    ### END SOLUTION
+
 # %% ../modules/01_tensor/01_tensor.ipynb #dbba6aed
 def flatten_nested(data):
     """Return `(shape, values)` for a number or nested lists/tuples of numbers.
@@ -148,13 +169,16 @@ def flatten_nested(data):
 # %% ../modules/01_tensor/01_tensor.ipynb #017ec3c7
 def operand_priority(operand):
     """2 for a tensor with dimensions, 1 for a 0-d tensor, 0 for a Python number."""
+    ### BEGIN SOLUTION
     if isinstance(operand, Tensor):
         return 2 if operand.shape else 1
     return 0
+    ### END SOLUTION
 
 
 def operand_dtype(operand):
-    """The dtype of a tensor, or the default dtype of a Python number's category."""
+    """The dtype of a tensor, or the default dtype of a Python number's category (TypeError else)."""
+    ### BEGIN SOLUTION
     if isinstance(operand, Tensor):
         return operand.dtype
     if isinstance(operand, (bool, np.bool_)):
@@ -164,6 +188,7 @@ def operand_dtype(operand):
     if isinstance(operand, numbers.Real):
         return DEFAULT_FLOAT
     raise TypeError(f"unsupported operand {operand!r} of type {type(operand).__name__}")
+    ### END SOLUTION
 
 # %% ../modules/01_tensor/01_tensor.ipynb #7764ba18
 def result_type(*operands):
@@ -235,25 +260,26 @@ class Tensor:
         strides = contiguous_strides(shape) if strides is None else tuple(int(s) for s in strides)
         if len(strides) != len(shape):
             raise RuntimeError(f"shape {shape} and strides {strides} must have the same length")
-        if math.prod(shape) > 0:
-            lowest = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-            highest = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
-            if lowest < 0 or highest >= storage.size:
-                raise RuntimeError(f"shape {shape}, strides {strides} and offset {offset} reach "
-                                 f"outside a storage of {storage.size} elements")
+        check_layout(shape, strides, offset, storage.size)
         self.storage, self.shape, self.strides, self.offset = storage, shape, strides, int(offset)
 
-    # ----- creation ---------------------------------------------------------------------------
+    # ----- Exercise 9: creation ---------------------------------------------------------------
     @classmethod
     def _from_array(cls, array):
         """Wrap a numpy array's values as a new contiguous tensor (no copy if already contiguous)."""
+        ### BEGIN SOLUTION
         if not array.flags.c_contiguous:
             array = array.copy()
         return cls(array.reshape(-1), array.shape)
+        ### END SOLUTION
 
     @classmethod
     def tensor(cls, data, dtype=None):
-        """A new tensor holding a copy of `data` (a number, nested lists, a numpy array, a Tensor)."""
+        """A new tensor holding a copy of `data` (a number, nested lists, a numpy array, a Tensor).
+
+        Its dtype: `dtype` if given, else that of the array or Tensor, else `result_type` of the
+        listed values (DEFAULT_FLOAT for an empty list)."""
+        ### BEGIN SOLUTION
         if isinstance(data, Tensor):
             array = data._numpy()
         elif isinstance(data, np.ndarray):
@@ -265,20 +291,29 @@ class Tensor:
             array = np.array(values, dtype=as_dtype(dtype).numpy_dtype).reshape(shape)
         dtype = as_dtype(array.dtype if dtype is None else dtype)
         return cls._from_array(array.astype(dtype.numpy_dtype, copy=True))
+        ### END SOLUTION
 
     @classmethod
     def full(cls, size, fill_value, dtype=None):
-        """A tensor of `size` filled with `fill_value` (dtype inferred from it by default)."""
+        """A tensor of `size` (`_new_size((size,))`) filled with `fill_value`; dtype: that of the number."""
+        ### BEGIN SOLUTION
         dtype = as_dtype(dtype) if dtype is not None else operand_dtype(fill_value)
         return cls._from_array(np.full(_new_size((size,)), fill_value, dtype=dtype.numpy_dtype))
+        ### END SOLUTION
 
     @classmethod
     def zeros(cls, *size, dtype=None):
+        """Zeros of `size` (`f(2, 3)` or `f((2, 3))`: `_size_arg`), DEFAULT_FLOAT unless `dtype`."""
+        ### BEGIN SOLUTION
         return cls.full(_size_arg(size), 0, dtype=dtype or DEFAULT_FLOAT)
+        ### END SOLUTION
 
     @classmethod
     def ones(cls, *size, dtype=None):
+        """Ones, as `zeros`."""
+        ### BEGIN SOLUTION
         return cls.full(_size_arg(size), 1, dtype=dtype or DEFAULT_FLOAT)
+        ### END SOLUTION
 
     @classmethod
     def arange(cls, start, end=None, step=1, dtype=None):
@@ -305,23 +340,37 @@ class Tensor:
 
     @property
     def ndim(self):
+        ### BEGIN SOLUTION
         return len(self.shape)
+        ### END SOLUTION
 
     def dim(self):
+        ### BEGIN SOLUTION
         return len(self.shape)
+        ### END SOLUTION
 
     def numel(self):
         """Number of elements."""
+        ### BEGIN SOLUTION
         return math.prod(self.shape)
+        ### END SOLUTION
 
     def size(self, dim=None):
+        """The shape, or the size of dimension `dim`."""
+        ### BEGIN SOLUTION
         return self.shape if dim is None else self.shape[dim]
+        ### END SOLUTION
 
     def stride(self, dim=None):
+        """The strides, or the stride of dimension `dim`."""
+        ### BEGIN SOLUTION
         return self.strides if dim is None else self.strides[dim]
+        ### END SOLUTION
 
     def storage_offset(self):
+        ### BEGIN SOLUTION
         return self.offset
+        ### END SOLUTION
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
@@ -334,26 +383,37 @@ class Tensor:
         """The library's own read of the values (what `numpy()` returns here). Module 03 makes the
         public `numpy()` refuse a tensor that requires grad, as PyTorch does; the library's code,
         which must read every tensor, calls `_numpy()`."""
+        ### BEGIN SOLUTION
         return strided_view(self.storage, self.shape, self.strides, self.offset)
+        ### END SOLUTION
 
     def tolist(self):
+        ### BEGIN SOLUTION
         return self._numpy().tolist()
+        ### END SOLUTION
 
     def to(self, dtype):
         """This tensor if it already has `dtype`, else a converted copy."""
+        ### BEGIN SOLUTION
         dtype = as_dtype(dtype)
         return self if dtype is self.dtype else self._from_array(self._numpy().astype(dtype.numpy_dtype))
+        ### END SOLUTION
 
     def clone(self):
         """A contiguous copy with its own storage."""
+        ### BEGIN SOLUTION
         return self._from_array(self._numpy().copy())
+        ### END SOLUTION
 
     def __len__(self):
+        """The size of the first dimension (TypeError for a 0-d tensor)."""
+        ### BEGIN SOLUTION
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
+        ### END SOLUTION
 
-    # ----- Exercise 7: elements ---------------------------------------------------------------
+    # ----- Exercise 10: elements ---------------------------------------------------------------
     def _full_index(self, index):
         """`index` as a tuple of ints with one entry per dimension, or IndexError."""
         index = index if isinstance(index, tuple) else (index,)
@@ -391,15 +451,21 @@ class Tensor:
         ### END SOLUTION
 
     def __bool__(self):
+        ### BEGIN SOLUTION
         if self.numel() != 1:
             raise RuntimeError(f"the truth value of a tensor with {self.numel()} elements is ambiguous")
         return bool(self.item())
+        ### END SOLUTION
 
     def __float__(self):
+        ### BEGIN SOLUTION
         return float(self.item())
+        ### END SOLUTION
 
     def __int__(self):
+        ### BEGIN SOLUTION
         return int(self.item())
+        ### END SOLUTION
 
     def __index__(self):
         """A one-element integer tensor as an index, a size or a `range()` bound (as in PyTorch)."""
@@ -408,7 +474,7 @@ class Tensor:
                             f"got shape {self.shape} and dtype {self.dtype}")
         return int(self.item())
 
-    # ----- Exercise 8: elementwise operations -------------------------------------------------
+    # ----- Exercise 11: elementwise operations -------------------------------------------------
     def _match_shapes(self, other):
         """The operands `(self, other)` to compute with; RuntimeError unless `other` fits here:
         a number, a 0-d tensor, or a tensor of equal shape (module 02 broadcasts them instead)."""
@@ -469,10 +535,13 @@ class Tensor:
             return self._binary(other, op, reverse)
 
     def _unary(self, op, float_result=False):
-        """`op` applied to every element; `float_result` promotes bool/int inputs to float32."""
+        """`op` of every element of `a`: this tensor read as numpy, made float32 first if `float_result`
+        and it is bool or int."""
+        ### BEGIN SOLUTION
         a = self._numpy()
         if float_result and not self.dtype.is_floating_point:
             a = a.astype(DEFAULT_FLOAT.numpy_dtype)
+        ### END SOLUTION
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             return self._from_array(op(a))
 

@@ -82,4 +82,12 @@ MUTANTS = [
     ("matmul_shape", "a 1-d b promoted to a row, not a column", "b2 = b + (1,) if len(b) == 1 else b",
      "b2 = (1,) + b if len(b) == 1 else b"),
     ("matmul_shape", "inner sizes not checked", "if a2[-1] != b2[-2]:", "if False:"),
+    ("views", "unsqueeze(-1) inserts before the last dimension",
+     "d = wrap_dim(dim, self.ndim + 1)", "d = wrap_dim(dim, self.ndim)"),
+    ("views", "squeeze(dim) drops every size-1 dimension",
+     "dims = range(self.ndim) if dim is None else normalize_dims(dim, self.ndim)", "dims = range(self.ndim)"),
+    ("views", "reshape never copies", "return self.contiguous().view(shape)", "return self.view(shape)"),
+    ("views", "flatten leaves end_dim out", "merged = math.prod(self.shape[start:end + 1])\n        return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1:])",
+     "merged = math.prod(self.shape[start:end])\n        return self.reshape(self.shape[:start] + (merged,) + self.shape[end:])"),
+    ("views", "contiguous() always copies", "        if self.is_contiguous():\n            return self\n", ""),
 ]

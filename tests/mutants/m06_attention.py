@@ -91,4 +91,17 @@ MUTANTS += [
 MUTANTS += [
     ("mha", "output projection always with a bias",
      "        self.proj = Linear(embed_dim, embed_dim, bias=bias)\n", "        self.proj = Linear(embed_dim, embed_dim)\n"),
+    ("sdpa", "key and value positions not compared",
+     "query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]", "query.shape[-1] != key.shape[-1]"),
+    ("sdpa", "a float mask that requires grad gets no gradient",
+     "    if isinstance(attn_mask, Tensor) and attn_mask.requires_grad and is_grad_enabled():", "    if False:"),
+    ("mha", "a width the heads do not divide accepted",
+     "        if embed_dim % num_heads:\n            raise ValueError", "        if False:\n            raise ValueError"),
+    ("two_tasks", "attention not causal",
+     "self.att = MultiHeadAttention(C, H, causal=True)", "self.att = MultiHeadAttention(C, H)"),
+    ("two_tasks", "positions not added",
+     "x = self.tok(ids) + self.pos(np.arange(ids.shape[1]))", "x = self.tok(ids)"),
+    ("attention_cost", "memory read after the output is freed",
+     "    held = tracemalloc.get_traced_memory()[0]\n    tracemalloc.stop()\n    del out\n",
+     "    del out\n    held = tracemalloc.get_traced_memory()[0]\n    tracemalloc.stop()\n"),
 ]
