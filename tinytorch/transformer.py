@@ -8,6 +8,7 @@ __all__ = ['CharTokenizer', 'merge_pair', 'BPETokenizer', 'LayerCache', 'KVCache
 # %% ../modules/07_transformer/07_transformer.ipynb #2a045663
 import json
 import math
+import os
 import pickle
 import sys
 import sysconfig
@@ -335,7 +336,11 @@ def python_corpus(max_chars=None, val_every=10):
     """(train_text, val_text) from the standard library's source files (see the text)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"site-packages", "dist-packages", "test", "tests", "idlelib", "__pycache__"}
-    files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
+    files = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [d for d in subfolders if d not in skip]  # skipped folders are not even listed
+        files += [Path(folder, name) for name in names if name.endswith(".py")]
+    files.sort()
     allowed = set(chr(c) for c in range(32, 127)) | {"\n", "\t"}
     train, val, size = [], [], 0
     for i, path in enumerate(files):
