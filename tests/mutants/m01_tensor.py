@@ -75,7 +75,7 @@ MUTANTS = [
     ("tensor_class", "to() copies even when the dtype is already right",
      "return self if dtype is self.dtype else self._from_array", "return self._from_array"),
     ("tensor_class", "clone() of a contiguous tensor shares its storage",
-     "return self._from_array(self.numpy().copy())", "return self._from_array(self.numpy())"),
+     "return self._from_array(self._numpy().copy())", "return self._from_array(self._numpy())"),
     ("tensor_class", "size(dim) ignores dim", "return self.shape if dim is None else self.shape[dim]", "return self.shape"),
     ("tensor_class", "bool() of many elements is that of the first",
      "            raise RuntimeError(f\"the truth value",
