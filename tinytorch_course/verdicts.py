@@ -17,7 +17,6 @@ grader's own process:
 A cell whose kernel reported no error although its records show a failed or missing check is
 reported as interference (the submission hid an error from nbgrader).
 """
-import contextlib
 import hashlib
 import json
 import os
@@ -28,7 +27,7 @@ import stat
 import nbformat
 from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
-from traitlets import Unicode
+from traitlets import Dict, Unicode
 
 from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
 
@@ -84,10 +83,11 @@ class RecordingExecute(Execute):
     hidden-test regions without storing them in the kernel's input history."""
 
     records_path = Unicode("", help="the records file the kernel appends to").tag(config=True)
+    extra_env = Dict(help="more environment variables for the kernel").tag(config=True)
 
     def kernel_env(self):
-        """The kernel's environment: ours, plus where to write records."""
-        return {**os.environ, RECORDS_ENV: self.records_path}
+        """The kernel's environment: ours, plus where to write records and `extra_env`."""
+        return {**os.environ, RECORDS_ENV: self.records_path, **self.extra_env}
 
     async def async_start_new_kernel(self, **kwargs):
         kwargs.setdefault("env", self.kernel_env())
@@ -295,23 +295,6 @@ def source_digest(root, module_id):
     return digest.hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def environment(**values):
-    """Set environment variables for the block, then restore what was there before. (nbgrader's
-    `utils.setenv` deletes them afterwards whatever was there: it cannot nest in nbgrader's own, as
-    when the formgrader's Autograde makes an answer key.)"""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def reference_records(root, module_id, cache_dir, kernel_name):
     """`{grade id: records}` of the answer key: the source notebook run with its solutions,
     cached in `cache_dir` by `source_digest`."""
@@ -322,9 +305,11 @@ def reference_records(root, module_id, cache_dir, kernel_name):
     notebook = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
     workdir = notebooks.notebook_path(root, "modules", module_id).parent
     # files of this process only: another process sharing the cache may be making the same key
-    with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache.parent) as scratch, \
-            environment(NBGRADER_EXECUTION="autograde"):  # as submissions run: nbgrader sets it
-        cell_records = execute_recording(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name)
+    with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache.parent) as scratch:
+        # the kernel runs as submissions do: nbgrader sets NBGRADER_EXECUTION for them (in the kernel's
+        # environment only: nbgrader's own `setenv` around this process's may be running)
+        cell_records = execute_recording(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name,
+                                         extra_env={"NBGRADER_EXECUTION": "autograde"})
         errors = notebooks.error_outputs(notebook)
         if errors:
             raise RuntimeError(f"the answer key of {module_id} raised: {errors[:3]}")
