@@ -198,11 +198,13 @@ def execute(root, notebook, workdir, timeout=120):
     """Run every cell of (a copy of) `notebook` in a fresh kernel, errors allowed, as nbgrader's
     validate runs it (with $NBGRADER_EXECUTION set: demos run as short as when graded)."""
     from nbclient import NotebookClient
+    from .kernels import UnixSocketKernelManager
 
     notebook = _copy(notebook)
     for cell in code_cells(notebook):
         cell.outputs, cell.execution_count = [], None
     client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
+                            kernel_manager_class=UnixSocketKernelManager,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             resources={"metadata": {"path": str(workdir)}})
     client.execute(env={**kernel_env(root), "NBGRADER_EXECUTION": "validate"})

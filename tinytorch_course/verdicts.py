@@ -32,6 +32,7 @@ from traitlets import Dict, Unicode
 from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
 
 from . import notebooks
+from .kernels import UnixSocketKernelManager
 
 RECORDS_ENV = "TINYTORCH_RECORDS"
 MAX_RECORD_BYTES = 64 << 20  # what one notebook's run may record
@@ -84,6 +85,10 @@ class RecordingExecute(Execute):
 
     records_path = Unicode("", help="the records file the kernel appends to").tag(config=True)
     extra_env = Dict(help="more environment variables for the kernel").tag(config=True)
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("kernel_manager_class", UnixSocketKernelManager)  # nbgrader's sets its own
+        super().__init__(**kwargs)
 
     def kernel_env(self):
         """The kernel's environment: ours, plus where to write records and `extra_env`."""

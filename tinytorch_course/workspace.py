@@ -8,7 +8,7 @@ The kit is a folder `tinytorch-workspace/`:
     modules/NN_name/            the release notebooks
     tinytorch/                  the learner's package: only its hand-written modules (__init__.py, testing.py, ...)
                                 until they export
-    tinytorch_kit/              the commands behind ./learn (tinytorch_course/learner.py and nbcells.py),
+    tinytorch_kit/              the commands behind ./learn (tinytorch_course/learner.py, nbcells.py and kernels.py),
                                 an untouched copy of each release notebook, and JupyterLab's settings
                                 overrides for ./learn lab (lab-settings/)
     milestones/                 programs that run on the learner's own package
@@ -35,6 +35,7 @@ sys.exit(main())
 COPIED = {
     "README.md": "@kit/README.md", "setup": "@kit/setup", "learn": "@kit/learn", ".gitignore": "@kit/gitignore",
     "tinytorch_kit/__init__.py": "@learner.py", "tinytorch_kit/nbcells.py": "@nbcells.py",
+    "tinytorch_kit/kernels.py": "@kernels.py",
     "tinytorch_kit/lab-settings/overrides.json": "@kit/lab-overrides.json", "settings.ini": "settings.ini",
 }  # and the package's hand-written modules (`hand_written`)
 # Pinned in the course's requirements.lock for its own test suite (the browser test among them);
