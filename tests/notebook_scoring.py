@@ -10,12 +10,13 @@ from conftest import REPO
 
 
 def execute(notebook, workdir, timeout=120):
-    """Execute a copy of `notebook` in the isolated grading kernel, errors allowed, recording
-    its checks; returns `(executed notebook, cell records)`."""
+    """Execute a copy of `notebook` in the isolated grading kernel as the grader does (errors allowed,
+    cells tagged skip-when-graded not run), recording its checks; returns `(executed notebook, cell records)`."""
     install_grader_kernel()
     notebook = nbformat.from_dict(notebook)
     records = verdicts.execute_recording(notebook, workdir, workdir / "records.jsonl", GRADER_KERNEL,
-                                         timeout=timeout, shutdown_kernel="immediate")
+                                         timeout=timeout, shutdown_kernel="immediate",
+                                         skip_sources=notebooks.skipped_when_graded(notebook))
     return notebook, records
 
 

@@ -49,6 +49,18 @@ def test_sample_class_scores_full_zero_and_partial(sample_class):
         assert 0 < table["demo-partial"][module_id][0] < maximum
 
 
+def test_the_full_marks_notebooks_ran_without_errors_and_skipped_only_tagged_cells(sample_class):
+    """Cells tagged skip-when-graded (pictures, timings) are not run while graded, and no other cell
+    needed them: the reference solution's graded notebooks hold no error."""
+    for module_id in MODULES:
+        graded = notebooks.read(sample_class / "autograded" / "demo-full" / module_id / f"{module_id}.ipynb")
+        assert notebooks.error_outputs(graded) == [], module_id
+        skipped = set(notebooks.skipped_when_graded(notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))))
+        for cell in graded.cells:
+            if cell.cell_type == "code":
+                assert (cell.execution_count is None) == (cell.source in skipped), (module_id, cell.source[:80])
+
+
 def test_summary_counts_every_module(sample_class):
     text = grading.summary(sample_class)
     for module_id in MODULES:

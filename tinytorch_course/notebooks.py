@@ -5,6 +5,9 @@ from .nbcells import (  # noqa: F401  (re-exported: the course tooling reads the
 
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+# A cell tag: the cell only draws or times something, and no later cell needs what it defines; the
+# grader does not run it (unchanged from the course's notebook) and the answer key is made without it.
+SKIP_WHEN_GRADED = "skip-when-graded"
 
 
 def without_markers(source):
@@ -18,3 +21,9 @@ def error_outputs(notebook):
     return [(i, grade_id(cell), f"{out.ename}: {out.evalue}")
             for i, cell in enumerate(notebook.cells) if cell.cell_type == "code"
             for out in cell.get("outputs", []) if out.output_type == "error"]
+
+
+def skipped_when_graded(notebook):
+    """The sources of `notebook`'s code cells tagged `SKIP_WHEN_GRADED`."""
+    return sorted({cell.source for cell in notebook.cells
+                   if cell.cell_type == "code" and SKIP_WHEN_GRADED in cell.metadata.get("tags", [])})

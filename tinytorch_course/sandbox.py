@@ -192,6 +192,8 @@ class SandboxedExecute(verdicts.RecordingExecute):
         module_id = resources["nbgrader"]["assignment"]
         root = self._root()
         reference, kernel, answer_key = prepare(root, module_id, self.cache_dir or default_cache_dir(root))
+        self.skip_sources = notebooks.skipped_when_graded(  # the course's tags, not the submission's
+            notebooks.read(notebooks.notebook_path(root, "modules", module_id)))
         job_dir = Path(tempfile.mkdtemp(prefix="tinytorch-job-", dir=self.job_root or None))
         uid = UID_BASE + secrets.randbelow(100_000_000) if os.geteuid() == 0 else None
         spec = {"work": str(job_dir / "work"), "ipc": str(job_dir / "ipc"), "uid": uid,

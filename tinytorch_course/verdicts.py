@@ -27,7 +27,7 @@ import stat
 import nbformat
 from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, Unicode
+from traitlets import Dict, List, Unicode
 
 from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
 
@@ -85,6 +85,8 @@ class RecordingExecute(Execute):
 
     records_path = Unicode("", help="the records file the kernel appends to").tag(config=True)
     extra_env = Dict(help="more environment variables for the kernel").tag(config=True)
+    skip_sources = List(Unicode(), help="code cells with exactly these sources are not run (those the "
+                        "course's notebook tags `notebooks.SKIP_WHEN_GRADED`)").tag(config=True)
 
     def __init__(self, **kwargs):
         kwargs.setdefault("kernel_manager_class", UnixSocketKernelManager)  # nbgrader's sets its own
@@ -102,10 +104,13 @@ class RecordingExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self.cell_records, self._offset = {}, 0
+        self._skipped = set(self.skip_sources)
         Path(self.records_path).touch()
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and cell.source in self._skipped:
+            return cell, resources
         if cell.cell_type == "code" and notebooks.HIDDEN_MARKERS[0] in cell.source:
             cell = self._execute_in_parts(cell, index)
         else:
@@ -314,7 +319,8 @@ def reference_records(root, module_id, cache_dir, kernel_name):
         # the kernel runs as submissions do: nbgrader sets NBGRADER_EXECUTION for them (in the kernel's
         # environment only: nbgrader's own `setenv` around this process's may be running)
         cell_records = execute_recording(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name,
-                                         extra_env={"NBGRADER_EXECUTION": "autograde"})
+                                         extra_env={"NBGRADER_EXECUTION": "autograde"},
+                                         skip_sources=notebooks.skipped_when_graded(notebook))
         errors = notebooks.error_outputs(notebook)
         if errors:
             raise RuntimeError(f"the answer key of {module_id} raised: {errors[:3]}")
