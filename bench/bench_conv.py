@@ -7,7 +7,11 @@ The "loops" variant loops over output positions and kernel taps in Python (numpy
 batch and channels); the fully scalar definition would take minutes. Ratios are measured in one
 process, best of a few rounds: on a shared machine they move with the other jobs.
 
-    .venv/bin/python bench/bench_conv.py [--rounds 5]
+glibc is asked to keep freed memory for reuse (`keep_freed_memory`, as the CNN and GPT milestones and
+bench_gpt.py do): by default it hands every freed block above 128 KiB back to the OS, and each step
+then page-faults its im2col matrices (megabytes) back in. `--default-malloc` measures without it.
+
+    .venv/bin/python bench/bench_conv.py [--rounds 5] [--default-malloc]
 """
 import argparse
 import runpy
@@ -19,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from tinytorch.autograd import Tensor
 from tinytorch.conv import conv2d, unfold_view
+from tinytorch.training import keep_freed_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,7 +59,10 @@ def loops_forward_backward(x, w, g):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--default-malloc", action="store_true", help="leave glibc's allocator as it is")
     args = parser.parse_args()
+    if not args.default_malloc:
+        keep_freed_memory()
     try:
         import torch
     except ImportError:

@@ -70,8 +70,10 @@ def train_cnn(epochs=25, batch_size=64, lr=3e-3, weight_decay=1e-2, width=32, se
     import tinytorch.nn.functional as F
     from tinytorch.autograd import Tensor, no_grad
     from tinytorch.tensor_base import manual_seed
-    from tinytorch.training import AdamW, WarmupCosineLR, _one_blas_thread, load_digits_split, train_epoch
+    from tinytorch.training import (AdamW, WarmupCosineLR, _one_blas_thread, keep_freed_memory, load_digits_split,
+                                    train_epoch)
 
+    keep_freed_memory()  # every step allocates the same im2col matrices again: keep their pages mapped
     started = time.perf_counter()
     manual_seed(seed)
     X_train, y_train, X_val, y_val, X_test, y_test, images = load_digits_split(seed)
