@@ -55,7 +55,7 @@ def test_the_full_marks_notebooks_ran_without_errors_and_skipped_only_tagged_cel
     for module_id in MODULES:
         graded = notebooks.read(sample_class / "autograded" / "demo-full" / module_id / f"{module_id}.ipynb")
         assert notebooks.error_outputs(graded) == [], module_id
-        skipped = set(notebooks.skipped_when_graded(notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))))
+        skipped = notebooks.skipped_when_graded(notebooks.read(notebooks.notebook_path(REPO, "modules", module_id)))
         for cell in graded.cells:
             if cell.cell_type == "code":
                 assert (cell.execution_count is None) == (cell.source in skipped), (module_id, cell.source[:80])

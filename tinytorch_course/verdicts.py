@@ -27,7 +27,7 @@ import stat
 import nbformat
 from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, List, Unicode
+from traitlets import Dict, Set, Unicode
 
 from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
 
@@ -85,7 +85,7 @@ class RecordingExecute(Execute):
 
     records_path = Unicode("", help="the records file the kernel appends to").tag(config=True)
     extra_env = Dict(help="more environment variables for the kernel").tag(config=True)
-    skip_sources = List(Unicode(), help="code cells with exactly these sources are not run (those the "
+    skip_sources = Set(Unicode(), help="code cells with exactly these sources are not run (those the "
                         "course's notebook tags `notebooks.SKIP_WHEN_GRADED`)").tag(config=True)
 
     def __init__(self, **kwargs):
@@ -104,12 +104,11 @@ class RecordingExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self.cell_records, self._offset = {}, 0
-        self._skipped = set(self.skip_sources)
         Path(self.records_path).touch()
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and cell.source in self._skipped:
+        if cell.cell_type == "code" and cell.source in self.skip_sources:
             return cell, resources
         if cell.cell_type == "code" and notebooks.HIDDEN_MARKERS[0] in cell.source:
             cell = self._execute_in_parts(cell, index)
