@@ -19,11 +19,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
-
 from tinytorch.autograd import Tensor
 from tinytorch.conv import conv2d, unfold_view
 from tinytorch.training import keep_freed_memory
+from bench_gpt import set_threads  # tinytorch's threads, BLAS's and PyTorch's
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,12 +124,11 @@ def main():
     print(f"conv2d forward + backward, (32, 16, 28, 28) input, 32 filters 3 x 3, padding 1:")
     print(f"  loops over positions and taps: {1e3 * loops:.0f} ms")
     for threads in (1, 2):
-        with threadpool_limits(threads):
+        with set_threads(threads, torch):
             mine, mine_step = best(ours, args.rounds), best(our_step, args.rounds)
             line = f"  {threads} thread(s): im2col {1e3 * mine:.1f} ms ({loops / mine:.0f}x faster than the loops)"
             step = f"  {threads} thread(s): milestone CNN training step (batch 64) {1e3 * mine_step:.1f} ms"
             if torch is not None:
-                torch.set_num_threads(threads)
                 them, them_step = best(theirs, args.rounds), best(their_step, args.rounds)
                 line += f", PyTorch {1e3 * them:.1f} ms: TinyTorch / PyTorch {mine / them:.2f}x (target 1.5x)"
                 step += f", PyTorch {1e3 * them_step:.1f} ms: {mine_step / them_step:.2f}x (target 1.5x)"

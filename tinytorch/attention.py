@@ -11,6 +11,7 @@ import numpy as np
 
 from .autograd import Function, Tensor, no_grad, unbroadcast, _view_of, is_grad_enabled
 from .nn import Module, Linear, Embedding, Dropout, Parameter, _rng, softmax
+from .parallel import split_rows
 
 # %% ../modules/06_attention/06_attention.ipynb #7b1ad77f
 def _as_numpy(x):
@@ -85,6 +86,11 @@ class AttentionFunction(Function):
         ### END SOLUTION
 
 # %% ../modules/06_attention/06_attention.ipynb #bb06d5db
+# batches split over tt.set_num_threads(n) threads (module 07); a bias with a batch dim is not cut
+_ThreadedAttention = split_rows(AttentionFunction, split=(0, 1, 2, 5),
+                                can_split=lambda q, k, v, bias, *_: q.ndim > 2 and (bias is None or bias.ndim < q.ndim))
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, dropout_p=0.0,
                                  scale=None, generator=None):
     """Attention like `torch.nn.functional.scaled_dot_product_attention`.
@@ -109,7 +115,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
         weights = weights if mask is None else weights * Tensor._from_array(mask)
         return weights.matmul(value)
     ### END SOLUTION
-    return AttentionFunction.apply(query, key, value, bias, scale, mask)
+    return _ThreadedAttention.apply(query, key, value, bias, scale, mask)
 
 
 _TORCH_NAMES = {"float32": "float", "float64": "double"}

@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from .autograd import Function, Tensor, as_array
+from .parallel import split_rows
 from .nn import Module, Parameter, _write, kaiming_uniform_, uniform_
 
 # %% ../modules/08_conv/08_conv.ipynb #78c8a518
@@ -122,7 +123,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if min(stride) < 1 or min(dilation) < 1:
         raise RuntimeError(f"conv2d: stride {stride} and dilation {dilation} must be at least 1")
     pads = _conv_padding(padding, weight.shape[2:], dilation, stride)
-    out = Conv2dFunction.apply(input, weight, bias, stride, pads, dilation)
+    out = _ThreadedConv2d.apply(input, weight, bias, stride, pads, dilation)
     return out.squeeze(0) if unbatched else out
 
 # %% ../modules/08_conv/08_conv.ipynb #1fb9ab7f
@@ -154,6 +155,9 @@ class Conv2dFunction(Function):
     @staticmethod
     def backward(ctx, grad):
         return conv2d_backward(ctx, grad)  # the next exercise
+
+
+_ThreadedConv2d = split_rows(Conv2dFunction)  # images split over tt.set_num_threads(n) threads (module 07)
 
 # %% ../modules/08_conv/08_conv.ipynb #8c77129c
 def conv2d_backward(ctx, grad):
@@ -227,10 +231,13 @@ class MaxPool2dFunction(Function):
         return _unpad(grad_padded, ctx.padding), None, None, None, None
 
 
+_ThreadedMaxPool2d = split_rows(MaxPool2dFunction)  # over threads, as conv2d
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Max pooling over (N, C, H, W), like `torch.nn.functional.max_pool2d` (stride defaults to kernel_size)."""
     kernel, stride, pads, dilation = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
-    return MaxPool2dFunction.apply(input, kernel, stride, pads, dilation)
+    return _ThreadedMaxPool2d.apply(input, kernel, stride, pads, dilation)
 
 # %% ../modules/08_conv/08_conv.ipynb #15560377
 class AvgPool2dFunction(Function):
@@ -271,11 +278,14 @@ class AvgPool2dFunction(Function):
         return _unpad(grad_padded, ctx.padding), None, None, None, None, None
 
 
+_ThreadedAvgPool2d = split_rows(AvgPool2dFunction)
+
+
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Average pooling over (N, C, H, W), like `torch.nn.functional.avg_pool2d`."""
     kernel, stride, pads, _ = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
-    return AvgPool2dFunction.apply(input, kernel, stride, pads, count_include_pad, divisor_override)
+    return _ThreadedAvgPool2d.apply(input, kernel, stride, pads, count_include_pad, divisor_override)
 
 # %% ../modules/08_conv/08_conv.ipynb #5c56031e
 class BatchNormFunction(Function):

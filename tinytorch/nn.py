@@ -23,6 +23,7 @@ import numpy as np
 from .tensor_base import Tensor as BaseTensor, default_generator
 from .autograd import Function, Tensor, as_array, no_grad
 from .strides import wrap_dim
+from .parallel import map_chunks, split_rows
 from . import _later_attribute
 
 
@@ -399,9 +400,12 @@ class LinearFunction(Function):
         ### END SOLUTION
 
 
+_ThreadedLinear = split_rows(LinearFunction, can_split=lambda x, w, b: x.ndim > 1)  # module 07
+
+
 def linear(x, weight, bias=None):
     """`x @ weight.T + bias` (like `torch.nn.functional.linear`)."""
-    return LinearFunction.apply(x, weight, bias)
+    return _ThreadedLinear.apply(x, weight, bias)
 
 # %% ../modules/04_layers/04_layers.ipynb #dea570d3
 def _rng(generator=None):
@@ -499,7 +503,7 @@ class Linear(Module):
 
     def forward(self, x):
         ### BEGIN SOLUTION
-        return LinearFunction.apply(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias)
         ### END SOLUTION
 
     def extra_repr(self):
@@ -635,8 +639,6 @@ def sigmoid(x): return SigmoidFunction.apply(x)
 def silu(x): return SiLUFunction.apply(x)
 
 # %% ../modules/04_layers/04_layers.ipynb #f96d8a93
-from .parallel import map_chunks
-
 # erf(x) ~ x P(x^2) / Q(x^2) on [-4, 4], and +-1 beyond (1 - erf(4) = 1.5e-8, below float32's
 # resolution there). P (degree 6) and Q (degree 5) were fitted for this course by iteratively
 # reweighted least squares against scipy.special.erf; in float64 the fit is within 3e-9 of erf, and
@@ -649,7 +651,7 @@ _ERF_Q = (1.0, 0.49696842670449876, 0.11380346548441778, 0.015450254738462139, 0
           6.407477197927728e-05)
 
 
-_ERF_BLOCK = 16_384  # floats per pass: the temporaries of a block stay in the core's cache
+_ERF_BLOCK = 131_072  # floats per pass: few numpy calls (each costs microseconds, with threads a GIL handover)
 
 
 def _erf_block(x, out):
@@ -737,9 +739,12 @@ class GELUFunction(Function):
         ### END SOLUTION
 
 
+_ThreadedGELU = split_rows(GELUFunction)  # its rows split over tt.set_num_threads(n) threads (module 07)
+
+
 def gelu(x, approximate="none"):
     """GELU (like `torch.nn.functional.gelu`)."""
-    return GELUFunction.apply(x, approximate)
+    return _ThreadedGELU.apply(x, approximate)
 
 # %% ../modules/04_layers/04_layers.ipynb #78e2de56
 class SoftmaxFunction(Function):
@@ -782,8 +787,11 @@ class LogSoftmaxFunction(Function):
         ### END SOLUTION
 
 
-def softmax(x, dim=-1): return SoftmaxFunction.apply(x, dim)
-def log_softmax(x, dim=-1): return LogSoftmaxFunction.apply(x, dim)
+def _not_dim_0(x, dim): return isinstance(dim, int) and x.ndim > 1 and dim % x.ndim != 0
+_ThreadedSoftmax = split_rows(SoftmaxFunction, can_split=_not_dim_0)  # rows over threads (module 07)
+_ThreadedLogSoftmax = split_rows(LogSoftmaxFunction, can_split=_not_dim_0)
+def softmax(x, dim=-1): return _ThreadedSoftmax.apply(x, dim)
+def log_softmax(x, dim=-1): return _ThreadedLogSoftmax.apply(x, dim)
 
 # %% ../modules/04_layers/04_layers.ipynb #625579de
 _REDUCTIONS = ("mean", "sum", "none")
@@ -1078,11 +1086,14 @@ class LayerNormFunction(Function):
         ### END SOLUTION
 
 
+_ThreadedLayerNorm = split_rows(LayerNormFunction, can_split=lambda x, w, b, shape, eps: x.ndim > len(shape))
+
+
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """LayerNorm over the last dimensions (like `torch.nn.functional.layer_norm`)."""
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (normalized_shape,)
-    return LayerNormFunction.apply(x, weight, bias, tuple(normalized_shape), eps)
+    return _ThreadedLayerNorm.apply(x, weight, bias, tuple(normalized_shape), eps)
 
 
 class LayerNorm(Module):
@@ -1097,7 +1108,7 @@ class LayerNorm(Module):
         self.bias = Parameter(Tensor.zeros(self.normalized_shape, dtype=dtype)) if elementwise_affine else None
 
     def forward(self, x):
-        return LayerNormFunction.apply(x, self.weight, self.bias, self.normalized_shape, self.eps)
+        return _ThreadedLayerNorm.apply(x, self.weight, self.bias, self.normalized_shape, self.eps)
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
@@ -1170,7 +1181,7 @@ class GELU(Module):
         super().__init__()
         self.approximate = approximate
 
-    def forward(self, x): return GELUFunction.apply(x, self.approximate)
+    def forward(self, x): return gelu(x, self.approximate)
 
     def extra_repr(self): return f"approximate={self.approximate!r}"
 
@@ -1180,13 +1191,13 @@ class Softmax(Module):
         super().__init__()
         self.dim = dim
 
-    def forward(self, x): return SoftmaxFunction.apply(x, self.dim)
+    def forward(self, x): return softmax(x, self.dim)
 
     def extra_repr(self): return f"dim={self.dim}"
 
 
 class LogSoftmax(Softmax):
-    def forward(self, x): return LogSoftmaxFunction.apply(x, self.dim)
+    def forward(self, x): return log_softmax(x, self.dim)
 
 # %% ../modules/04_layers/04_layers.ipynb #901408a5
 def gelu_composite(x):

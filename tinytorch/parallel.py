@@ -1,4 +1,4 @@
-"""Threads for numpy's elementwise work: `set_num_threads` (like `torch.set_num_threads`) and `map_chunks`.
+"""Threads for numpy work: `set_num_threads` (like `torch.set_num_threads`), `map_chunks` and `split_rows`.
 
 Written by hand (given code, explained in module 07's "Two cores" section); learners never write it.
 
@@ -9,19 +9,29 @@ chunk per thread, runs `work(start, stop)` for each on a small pool (the calling
 first chunk) and waits for all of them. Below `MIN_ELEMENTS` it calls `work(0, n)` directly: handing
 a chunk to a thread costs tens of microseconds, more than a small array saves.
 
+`split_rows(function)` applies the same idea to a whole autograd Function whose rows are independent
+(Linear, GELU, softmax, LayerNorm, attention over a batch): each thread runs the Function's own
+forward, and later its backward, on its chunk of the rows.
+
 One knob, `set_num_threads(n)`, sets both this pool and the BLAS threads of numpy's matrix products
-(through threadpoolctl), so they cannot oversubscribe the cores: the pool only runs elementwise
-work, BLAS only runs inside a matmul, and the caller waits for each, so the two never overlap.
-The default is 1 thread for the pool (nothing changes until you ask for more).
+(through threadpoolctl). Work started inside a chunk stays on that chunk's thread, a matrix product
+included: while chunks run, BLAS is set to one thread. Otherwise OpenBLAS's own threads, which keep
+spinning for a while after each product in case another follows, would take the cores the chunks
+need. The default is 1 thread for the pool (nothing changes until you ask for more).
 """
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
-__all__ = ["set_num_threads", "get_num_threads", "map_chunks", "MIN_ELEMENTS"]
+import numpy as np
+
+__all__ = ["set_num_threads", "get_num_threads", "map_chunks", "split_rows", "MIN_ELEMENTS"]
 
 MIN_ELEMENTS = 1 << 16
 _state = {"threads": 1, "pool": None, "blas": None}
 _lock = threading.Lock()
+_chunk = threading.local()  # .running: this thread runs a chunk already, so nested work stays on it
 
 
 def get_num_threads():
@@ -35,14 +45,20 @@ def set_num_threads(n):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
     if n < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer (got {n})")
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import ThreadpoolController
     with _lock:
         if n != _state["threads"] or (n > 1) != (_state["pool"] is not None):
             if _state["pool"] is not None:
                 _state["pool"].shutdown(wait=True)
             _state["pool"] = ThreadPoolExecutor(n - 1, thread_name_prefix="tinytorch") if n > 1 else None
             _state["threads"] = n
-        _state["blas"] = threadpool_limits(limits=n, user_api="blas")  # applies now, for the process
+        _state["blas"] = ThreadpoolController().select(user_api="blas").lib_controllers
+        _set_blas_threads(n)  # applies now, for the process
+
+
+def _set_blas_threads(n):
+    for library in _state["blas"] or ():
+        library.set_num_threads(n)
 
 
 def chunk_bounds(n, parts):
@@ -52,17 +68,89 @@ def chunk_bounds(n, parts):
     return list(zip(edges[:-1], edges[1:]))
 
 
+def _split_now(rows, elements, min_elements=MIN_ELEMENTS):
+    """Whether work on `rows` rows (`elements` elements in all) is worth cutting into chunks here."""
+    return (_state["pool"] is not None and rows >= 2 and elements >= min_elements
+            and not getattr(_chunk, "running", False))
+
+
+def _as_chunk(call):
+    _chunk.running = True
+    try:
+        return call()
+    finally:
+        _chunk.running = False
+
+
+def _run_chunks(calls):
+    """Run the argument-less `calls`, the first on this thread and the others on the pool; wait for
+    all of them and return their results in order (a worker's exception is re-raised here)."""
+    _set_blas_threads(1)
+    try:
+        futures = [_state["pool"].submit(_as_chunk, call) for call in calls[1:]]
+        try:
+            first = _as_chunk(calls[0])
+        finally:
+            rest = [f.result() for f in futures]
+    finally:
+        _set_blas_threads(_state["threads"])
+    return [first, *rest]
+
+
 def map_chunks(work, n, min_elements=MIN_ELEMENTS, per_item=1):
     """Run `work(start, stop)` over range(n) split across the threads; `per_item` elements per index
     (e.g. a row's length) count toward `min_elements`. `work` must write only its own chunk."""
-    threads, pool = _state["threads"], _state["pool"]
-    if threads == 1 or pool is None or n * per_item < min_elements or n < 2:
+    if not _split_now(n, n * per_item, min_elements):
         work(0, n)
         return
-    bounds = chunk_bounds(n, threads)
-    futures = [pool.submit(work, start, stop) for start, stop in bounds[1:]]
-    try:
-        work(*bounds[0])
-    finally:
-        for f in futures:
-            f.result()  # re-raises a worker's exception here
+    _run_chunks([partial(work, start, stop) for start, stop in chunk_bounds(n, _state["threads"])])
+
+
+def split_rows(function, split=(0,), can_split=None):
+    """`function` (an autograd Function) with its forward and backward run on chunks of rows, one
+    chunk per thread.
+
+    The arguments at positions `split` (Tensors or numpy arrays of the same length; None is left as
+    it is) are cut along dim 0, the others go whole to every chunk. Each chunk runs
+    `function.forward` on a context of its own, and the results are joined along dim 0; backward
+    runs each chunk's `function.backward` on its rows of the gradient, joins the gradients of the
+    cut inputs and adds up those of the others (a LayerNorm's weight). That is only right when rows
+    do not interact, which `can_split(*args)` checks for each call (softmax along dim 0 is not).
+    With one thread, small inputs or `can_split` false, `function` runs as it is, on the call's context.
+    """
+    from .autograd import Function, Context, Tensor, fit_gradient
+
+    def forward(ctx, *args):
+        cut = [args[i] for i in split if args[i] is not None]
+        rows = cut[0].shape[0] if cut[0].shape else 0
+        ctx.parts = None
+        if (not _split_now(rows, math.prod(cut[0].shape)) or any(a.shape[0] != rows for a in cut)
+                or (can_split is not None and not can_split(*args))):
+            return function.forward(ctx, *args)
+        ctx.parts = [(start, stop, Context(function)) for start, stop in chunk_bounds(rows, _state["threads"])]
+
+        def run(start, stop, part):
+            chunk = [a[start:stop] if i in split and a is not None else a for i, a in enumerate(args)]
+            return function.forward(part, *chunk)._numpy()
+        return Tensor._from_array(np.concatenate(_run_chunks([partial(run, *part) for part in ctx.parts])))
+
+    def backward(ctx, grad):
+        if ctx.parts is None:
+            return function.backward(ctx, grad)
+
+        def run(start, stop, part):
+            part.needs_input_grad = ctx.needs_input_grad
+            grads = function.backward(part, grad[start:stop])
+            return grads if isinstance(grads, tuple) else (grads,)
+        joined = []
+        for i, (t, grads) in enumerate(zip(ctx.inputs, zip(*_run_chunks([partial(run, *p) for p in ctx.parts])))):
+            if grads[0] is None:
+                joined.append(None)
+            elif i in split:
+                joined.append(np.concatenate(grads))
+            else:
+                joined.append(sum(fit_gradient(g, t) for g in grads))
+        return tuple(joined)
+
+    return type(function.__name__, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward),
+                                                 "__doc__": function.__doc__, "__module__": function.__module__})
