@@ -118,12 +118,15 @@ def split_rows(function, split=(0,), can_split=None):
     do not interact, which `can_split(*args)` checks for each call (softmax along dim 0 is not).
     With one thread, small inputs or `can_split` false, `function` runs as it is, on the call's context.
     """
-    from .autograd import Function, Context, Tensor, fit_gradient
+    from .autograd import Function, Context, Tensor, fit_gradient  # module 03: not at import, so that
+    # tt.set_num_threads works in a learner's package before notebook 03 is exported
 
     def forward(ctx, *args):
+        ctx.parts = None
+        if _state["pool"] is None:  # one thread: nothing to decide
+            return function.forward(ctx, *args)
         cut = [args[i] for i in split if args[i] is not None]
         rows = cut[0].shape[0] if cut[0].shape else 0
-        ctx.parts = None
         if (not _split_now(rows, math.prod(cut[0].shape)) or any(a.shape[0] != rows for a in cut)
                 or (can_split is not None and not can_split(*args))):
             return function.forward(ctx, *args)
