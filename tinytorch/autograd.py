@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from .tensor_base import DTYPES, _new_size, _size_arg, contiguous_strides, zeros_like, ones_like, full_like, randn_like
+from .tensor_base import DTYPES, _new_size, _size_arg, contiguous_strides
 from .tensor_base import DEFAULT_FLOAT, as_dtype, bool_, default_generator, float32, float64, int32, int64, result_type
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
 from .strides import _split_ints
