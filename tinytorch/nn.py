@@ -1108,7 +1108,7 @@ class LayerNorm(Module):
         self.bias = Parameter(Tensor.zeros(self.normalized_shape, dtype=dtype)) if elementwise_affine else None
 
     def forward(self, x):
-        return _ThreadedLayerNorm.apply(x, self.weight, self.bias, self.normalized_shape, self.eps)
+        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
