@@ -11,11 +11,13 @@ from conftest import REPO
 
 def execute(notebook, workdir, timeout=120):
     """Execute a copy of `notebook` in the isolated grading kernel as the grader does (errors allowed,
-    cells tagged skip-when-graded not run), recording its checks; returns `(executed notebook, cell records)`."""
+    cells tagged skip-when-graded not run, NBGRADER_EXECUTION set, so the demos that check
+    `being_graded()` do not run), recording its checks; returns `(executed notebook, cell records)`."""
     install_grader_kernel()
     notebook = nbformat.from_dict(notebook)
     records = verdicts.execute_recording(notebook, workdir, workdir / "records.jsonl", GRADER_KERNEL,
                                          timeout=timeout, shutdown_kernel="immediate",
+                                         extra_env={"NBGRADER_EXECUTION": "autograde"},
                                          skip_sources=notebooks.skipped_when_graded(notebook))
     return notebook, records
 

@@ -2,9 +2,11 @@
 and on a visible test too (so the learner finds out before grading) unless it is tagged
 hidden-only with a reason."""
 import importlib
+import symtable
 
 import nbformat
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 from tinytorch_course import notebooks
 from conftest import REPO
@@ -33,13 +35,51 @@ def answer_keys(shared_grading_cache):
     return lambda module_id: reference(module_id, shared_grading_cache / "answer-keys")
 
 
+def exercise_of(test_cell, exercise_ids):
+    """The exercise whose tests `test_cell` is (its grade id is `<exercise>_...`), or None."""
+    gid = notebooks.grade_id(test_cell)
+    return max((e for e in exercise_ids if gid.startswith(e + "_")), key=len, default=None)
+
+
+def bound_and_read(source):
+    """The global names a code cell binds, and those it (or a function it defines) reads without
+    binding them itself."""
+    top = symtable.symtable(TransformerManager().transform_cell(source), "<cell>", "exec")
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read, scopes = set(), [top]
+    while scopes:
+        scope = scopes.pop()
+        scopes.extend(scope.get_children())
+        read.update(s.get_name() for s in scope.get_symbols()
+                    if s.is_referenced() and (scope is top or s.is_global()))
+    return bound, read - bound
+
+
 def through_own_tests(notebook, cell_id):
-    """`notebook` cut after the last test cell of exercise `cell_id` (`<cell_id>_visible`,
-    `<cell_id>_hidden`, ...): the cells a mutant of that exercise is first judged by."""
+    """The cells a mutant of exercise `cell_id` is first judged by: `notebook` cut after the
+    exercise's last test cell (`<cell_id>_visible`, `<cell_id>_hidden`, ...), without the test cells
+    of earlier exercises, except those that last bound a name a kept cell reads."""
+    exercises = {notebooks.grade_id(c) for c in notebook.cells if notebooks.is_solution(c)}
     own = [i for i, c in enumerate(notebook.cells)
-           if notebooks.is_test(c) and notebooks.grade_id(c).startswith(cell_id + "_")]
+           if notebooks.is_test(c) and exercise_of(c, exercises) == cell_id]
     cut = nbformat.from_dict(notebook)
-    cut.cells = cut.cells[:own[-1] + 1] if own else cut.cells
+    if not own:
+        return cut
+    cut.cells = cut.cells[:own[-1] + 1]
+    skipped = notebooks.skipped_when_graded(notebook)
+    names = [bound_and_read(c.source) if c.cell_type == "code" and c.source not in skipped else (set(), set())
+             for c in cut.cells]
+    keep = {i for i, c in enumerate(cut.cells) if not notebooks.is_test(c) or exercise_of(c, exercises) == cell_id}
+    while True:
+        last_binder, needed = {}, set()
+        for i, (bound, read) in enumerate(names):
+            if i in keep:
+                needed.update(last_binder[n] for n in read if n in last_binder)
+            last_binder.update(dict.fromkeys(bound, i))
+        if needed <= keep:
+            break
+        keep |= needed
+    cut.cells = [c for i, c in enumerate(cut.cells) if i in keep]
     return cut
 
 
@@ -49,6 +89,23 @@ def points_lost(notebook, workdir, answer_key):
     executed, records = execute(notebook, workdir)
     scores = score_cells(executed, records, answer_key)
     return {gid for gid, (score, maximum) in scores.items() if score < maximum}
+
+
+def test_a_mutant_is_first_judged_by_its_own_tests_and_the_cells_they_read():
+    def cell(source, gid=None, solution=False):
+        made = nbformat.v4.new_code_cell(source)
+        if gid:
+            made.metadata["nbgrader"] = {"grade_id": gid, "grade": not solution, "solution": solution}
+        return made
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        cell("import numpy as np"), cell("def a(): pass", "a", True),
+        cell("helper = np.ones(2)\nassert a() is None", "a_visible"), cell("x = 1", "a_hidden"),
+        cell("def b():\n    return helper", "b", True), cell("assert b() is helper", "b_visible"),
+        cell("y = 2", "c_visible")])
+    kept = [c.source for c in through_own_tests(notebook, "b").cells]
+    assert kept == ["import numpy as np", "def a(): pass", "helper = np.ones(2)\nassert a() is None",
+                    "def b():\n    return helper", "assert b() is helper"]
 
 
 @pytest.mark.parametrize("module_id, cell_id, wrong, old, new, hidden_only", CASES)
