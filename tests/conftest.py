@@ -1,5 +1,6 @@
-"""Shared fixtures: a freshly built copy of the course, made once per test session (per worker), and
-one grading cache (answer keys, reference packages) for every copy and every worker."""
+"""Shared fixtures: a freshly built copy of the course, and one grading cache (answer keys, reference
+packages) for every copy, each made once per test session for every worker."""
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -23,11 +24,25 @@ def copy_course(destination):
     return destination
 
 
+def shared_folder(tmp_path_factory):
+    """A folder of this test session that every xdist worker sees (pytest's base temp otherwise)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def built_course(tmp_path_factory):
-    """A copy of the course rebuilt from its sources with `build` (the repo itself is untouched)."""
-    root = copy_course(tmp_path_factory.mktemp("course"))
-    build(root, log=lambda message: None)
+    """A copy of the course rebuilt from its sources with `build` (the repo itself is untouched),
+    made once for all workers (the first builds, the others wait for it): tests only read or copy it."""
+    root = shared_folder(tmp_path_factory) / "built-course"
+    with open(root.with_name("built-course.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = root.with_name("built-course.done")
+        if not done.exists():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            build(copy_course(root), log=lambda message: None)
+            done.touch()
     return root
 
 
@@ -35,7 +50,6 @@ def built_course(tmp_path_factory):
 def shared_grading_cache(tmp_path_factory):
     """Every course copy of the session grades with one cache: its entries are named by the digest
     of what they are made from, so the copies (all built from this repository) share them."""
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "grading-cache"
+    shared = shared_folder(tmp_path_factory) / "grading-cache"
     os.environ["TINYTORCH_GRADING_CACHE"] = str(shared)
     return shared
