@@ -146,8 +146,7 @@ def test_visible_tests_catch_most_mutants(module_id):
 
 DRAWS = """import numpy as _np, tinytorch.tensor_base as _tb
 _np.random.seed(7); _np.random.rand(13)
-_tb.default_generator._rng.random(13)
-globals().get("default_generator", _tb.default_generator)._rng.random(13)  # module 01's own, once defined
+globals().get("default_generator", _tb.default_generator)._rng.random(13)  # module 01 defines its own
 """
 
 
