@@ -10,7 +10,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from tinytorch_course import notebooks
 from conftest import REPO
-from notebook_scoring import execute, reference, test_scores as score_cells, with_cell_replacement
+from notebook_scoring import ForkedCells, execute, reference, test_scores as score_cells, with_cell_replacement
 
 MIN_VISIBLE_RATE = 0.8  # of a module's mutants, the share its visible tests must catch
 MODULES = notebooks.module_ids(REPO)
@@ -83,12 +83,44 @@ def through_own_tests(notebook, cell_id):
     return cut
 
 
+def lost_on(executed, records, answer_key):
+    """The grade ids of the test cells of an executed notebook that lose points."""
+    scores = score_cells(executed, records, answer_key)
+    return {gid for gid, (score, maximum) in scores.items() if score < maximum}
+
+
 def points_lost(notebook, workdir, answer_key):
     """The grade ids of the test cells that lose points when `notebook` is graded."""
     workdir.mkdir()
-    executed, records = execute(notebook, workdir)
-    scores = score_cells(executed, records, answer_key)
-    return {gid for gid, (score, maximum) in scores.items() if score < maximum}
+    return lost_on(*execute(notebook, workdir), answer_key)
+
+
+@pytest.fixture(scope="session")
+def forked_runs(tmp_path_factory, answer_keys):
+    """`runs(module_id, source, cut, cell_id)`: the `ForkedCells` that has run the cells of `cut` (a
+    mutant of the notebook `source`) before the exercise `cell_id`; the last two made are kept (a worker
+    gets an exercise's mutants together). A new one is first checked on the answer key: with the
+    exercise's own cell in its place, `cut` must lose no points."""
+    made = {}
+
+    def runs(module_id, source, cut, cell_id):
+        at = next(i for i, c in enumerate(cut.cells)
+                  if notebooks.is_solution(c) and notebooks.grade_id(c) == cell_id)
+        key = (module_id, cell_id, tuple(c.source for c in cut.cells[:at]))
+        if key not in made:
+            if len(made) == 2:
+                made.pop(next(iter(made))).close()
+            made[key] = ForkedCells(cut.cells[:at], tmp_path_factory.mktemp(f"forked-{module_id}-{cell_id}"))
+            honest = nbformat.from_dict(cut)
+            honest.cells[at] = notebooks.cells_by_id(source)[cell_id]
+            lost = lost_on(*made[key].execute(honest), answer_keys(module_id))
+            assert not lost, (f"the answer key of {module_id} loses points on {sorted(lost)} when run by "
+                              "tests/forked_cells.py: it does not run cells as the grading kernel does")
+        return made[key]
+
+    yield runs
+    for forked in made.values():
+        forked.close()
 
 
 def test_a_mutant_is_first_judged_by_its_own_tests_and_the_cells_they_read():
@@ -108,8 +140,28 @@ def test_a_mutant_is_first_judged_by_its_own_tests_and_the_cells_they_read():
                     "def b():\n    return helper", "assert b() is helper"]
 
 
+def test_forked_runs_start_from_the_shared_cells_and_leave_them_as_they_were(tmp_path):
+    code = nbformat.v4.new_code_cell
+    shared = [code("from tinytorch.testing import assert_equal\nx = 1")]
+    forked = ForkedCells(shared, tmp_path)
+    try:
+        changes = nbformat.v4.new_notebook(cells=shared + [
+            code("x = 2\nassert_equal(x, 2)"), code("raise ValueError('wrong')"),
+            code("assert_equal(x, 2)\n### BEGIN HIDDEN TESTS\nsecret = 3\n### END HIDDEN TESTS\n"
+                 "assert_equal(x, 3)"),
+            code("assert secret == 3 and 'secret' not in ''.join(In[:-1])")])  # hidden tests: not in the history
+        executed, records = forked.execute(changes)
+        errors = [[o.ename for o in c.outputs] for c in executed.cells]
+        assert errors == [[], [], ["ValueError"], ["AssertionError"], []]
+        assert [len(records[i]) for i in range(5)] == [0, 1, 0, 2, 0]  # each cell's own checks, after an error too
+        executed, records = forked.execute(nbformat.v4.new_notebook(cells=shared + [code("assert_equal(x, 1)")]))
+        assert executed.cells[1].outputs == [] and records[1][0]["passed"]  # x as the shared cells left it
+    finally:
+        forked.close()
+
+
 @pytest.mark.parametrize("module_id, cell_id, wrong, old, new, hidden_only", CASES)
-def test_mutant_loses_points(tmp_path, answer_keys, module_id, cell_id, wrong, old, new, hidden_only):
+def test_mutant_loses_points(tmp_path, answer_keys, forked_runs, module_id, cell_id, wrong, old, new, hidden_only):
     source = notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))
     mutant = with_cell_replacement(source, cell_id, old, new)
     hidden = hidden_test_ids(source)
@@ -117,8 +169,10 @@ def test_mutant_loses_points(tmp_path, answer_keys, module_id, cell_id, wrong, o
     def caught(lost):
         return bool(lost & hidden) and (hidden_only is not None or bool(lost - hidden))
 
-    # The exercise's own tests usually catch it: run the rest of the notebook only when they do not.
-    lost = points_lost(through_own_tests(mutant, cell_id), tmp_path / "own", answer_keys(module_id))
+    # The exercise's own tests usually catch it (run after the cells before the exercise, in a fork of
+    # a process that ran those once): run the whole notebook in a grading kernel only when they do not.
+    cut = through_own_tests(mutant, cell_id)
+    lost = lost_on(*forked_runs(module_id, source, cut, cell_id).execute(cut), answer_keys(module_id))
     if not caught(lost):
         lost = points_lost(mutant, tmp_path / "all", answer_keys(module_id))
     assert lost & hidden, f"{wrong!r} keeps full marks on every hidden test"
