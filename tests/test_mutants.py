@@ -1,6 +1,7 @@
 """Tests have teeth: every plausible wrong answer in tests/mutants/ loses points on a hidden test,
 and on a visible test too (so the learner finds out before grading) unless it is tagged
 hidden-only with a reason."""
+import functools
 import importlib
 import symtable
 
@@ -41,6 +42,7 @@ def exercise_of(test_cell, exercise_ids):
     return max((e for e in exercise_ids if gid.startswith(e + "_")), key=len, default=None)
 
 
+@functools.lru_cache(maxsize=None)  # a notebook's cells are parsed once, not once per mutant
 def bound_and_read(source):
     """The global names a code cell binds, and those it (or a function it defines) reads without
     binding them itself."""
@@ -52,7 +54,7 @@ def bound_and_read(source):
         scopes.extend(scope.get_children())
         read.update(s.get_name() for s in scope.get_symbols()
                     if s.is_referenced() and (scope is top or s.is_global()))
-    return bound, read - bound
+    return frozenset(bound), frozenset(read - bound)
 
 
 def through_own_tests(notebook, cell_id):
