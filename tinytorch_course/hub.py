@@ -145,12 +145,15 @@ def prepare_env(root, state, course, log):
             or marker.is_file() and marker.read_text() != digest(lock_text)):
         shutil.rmtree(env)  # made from another lock or another Python
     if not marker.is_file():  # (an interrupted install resumes)
-        log("  installing the servers' Python environment (once; a minute or two)")
+        log("  installing the servers' Python environment (once; under a minute)")
         (state / "requirements.lock").write_text(lock_text)
         if not python.exists():
             run([sys._base_executable, "-m", "venv", str(env)], "making env/")
-        run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",  # every pin is there
-             "-r", str(state / "requirements.lock")], "installing env/ from the learner kit's lock")
+        # uv (the course's own, from its lock): every pin is there; files copied, not linked to uv's cache;
+        # bytecode compiled now, since the servers' accounts cannot write it
+        run([sys.executable, "-m", "uv", "pip", "install", "--python", str(python), "--no-deps", "--link-mode=copy",
+             "--compile-bytecode", "--quiet", "-r", str(state / "requirements.lock")],
+            "installing env/ from the learner kit's lock")
         marker.write_text(digest(lock_text))
     site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], "env/").strip()
     # Only the instructor can enter their home: for learners this path does not exist, so neither

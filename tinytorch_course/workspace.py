@@ -38,18 +38,19 @@ COPIED = {
     "tinytorch_kit/kernels.py": "@kernels.py",
     "tinytorch_kit/lab-settings/overrides.json": "@kit/lab-overrides.json", "settings.ini": "settings.ini",
 }  # and the package's hand-written modules (`hand_written`)
-# Pinned in the course's requirements.lock for its own test suite (the browser test among them);
-# learners' notebooks and commands never import them, so the kit's lock leaves them out.
-TEST_ONLY = {"pytest", "pytest-xdist", "execnet", "iniconfig", "pluggy", "hypothesis", "sortedcontainers",
-             "playwright", "greenlet"}
+# Pinned in the course's requirements.lock for its own test suite (the browser test among them) and
+# tooling (uv installs environments); learners' notebooks and commands never use them, so the kit's
+# lock leaves them out.
+COURSE_ONLY = {"pytest", "pytest-xdist", "execnet", "iniconfig", "pluggy", "hypothesis", "sortedcontainers",
+               "playwright", "greenlet", "uv"}
 
 
 def learner_lock(lock_text):
-    """The course's requirements.lock without the `TEST_ONLY` pins."""
+    """The course's requirements.lock without the `COURSE_ONLY` pins."""
     def name(line):
         return line.split("==")[0].strip().lower().replace("_", "-")
     return "".join(line for line in lock_text.splitlines(keepends=True)
-                   if "==" not in line or name(line) not in TEST_ONLY)
+                   if "==" not in line or name(line) not in COURSE_ONLY)
 
 
 def hand_written(root):
