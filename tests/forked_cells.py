@@ -11,7 +11,8 @@ storing the source in the input history, as the grader runs a cell's hidden test
 `folder/i.jsonl`. With `fork` false the
 cells run in this process (the shared cells), with `fork` true in a child, which leaves this one as it
 was. Cells run as IPython's kernel runs them (its compiler names cells by their source, as the
-records' `loc` expects), in the environment the grader gives the kernel.
+records' `loc` expects), in the environment the grader gives the kernel. What cells print to stdout
+is dropped; stderr goes to `stderr.log` in the working folder.
 """
 import json
 import os
@@ -50,8 +51,8 @@ def main():
     answers = os.fdopen(os.dup(1), "w")
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
-    os.dup2(quiet, 2)
     os.dup2(quiet, RECORDS_FD)
+    os.dup2(os.open("stderr.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)  # in the working folder
     os.environ["TINYTORCH_RECORDS"] = f"fd:{RECORDS_FD}"
     os.environ["MPLBACKEND"] = "agg"
     signal.signal(signal.SIGALRM, interrupt)

@@ -85,7 +85,8 @@ class ForkedCells:
         self.process.stdin.flush()
         answer = self.process.stdout.readline()
         if not answer:
-            raise RuntimeError(f"tests/forked_cells.py ended (exit status {self.process.wait()})")
+            log = (self.workdir / "stderr.log").read_text()[-3000:]
+            raise RuntimeError(f"tests/forked_cells.py ended (exit status {self.process.wait()}):\n{log}")
         errors = dict(zip(ran, json.loads(answer)["errors"]))
         records = {i: verdicts.read_new_records(folder / f"{n}.jsonl", 0)[0] for n, i in enumerate(ran)}
         return errors, records
