@@ -8,11 +8,10 @@ JSON line on stdout. A request is `{"cells": [[[source, hidden], ...], ...], "re
 "fork": bool}`: each cell is a list of parts, run in turn until one raises (`hidden`: run without
 storing the source in the input history, as the grader runs a cell's hidden tests). The answer is
 `{"errors": [null or "Name: message", ...]}`, one per cell; cell i's records are written to
-`folder/i.jsonl`. With `fork` false the
-cells run in this process (the shared cells), with `fork` true in a child, which leaves this one as it
-was. Cells run as IPython's kernel runs them (its compiler names cells by their source, as the
-records' `loc` expects), in the environment the grader gives the kernel. What cells print to stdout
-is dropped; stderr goes to `stderr.log` in the working folder.
+`folder/i.jsonl`. With `fork` false the cells run in this process (the shared cells), with `fork` true
+in a child, which leaves this one as it was. Cells run as IPython's kernel runs them (its compiler
+names cells by their source, as the records' `loc` expects), in the environment the grader gives the
+kernel. What cells print to stdout is dropped; stderr goes to `stderr.log` in the working folder.
 """
 import json
 import os
