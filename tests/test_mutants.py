@@ -112,12 +112,15 @@ def forked_runs(tmp_path_factory, answer_keys):
         if key not in made:
             if len(made) == 2:
                 made.pop(next(iter(made))).close()
-            made[key] = ForkedCells(cut.cells[:at], tmp_path_factory.mktemp(f"forked-{module_id}-{cell_id}"))
+            forked = ForkedCells(cut.cells[:at], tmp_path_factory.mktemp(f"forked-{module_id}-{cell_id}"))
             honest = nbformat.from_dict(cut)
             honest.cells[at] = notebooks.cells_by_id(source)[cell_id]
-            lost = lost_on(*made[key].execute(honest), answer_keys(module_id))
-            assert not lost, (f"the answer key of {module_id} loses points on {sorted(lost)} when run by "
-                              "tests/forked_cells.py: it does not run cells as the grading kernel does")
+            lost = lost_on(*forked.execute(honest), answer_keys(module_id))
+            if lost:
+                forked.close()
+                pytest.fail(f"the answer key of {module_id} loses points on {sorted(lost)} when run by "
+                            "tests/forked_cells.py: it does not run cells as the grading kernel does")
+            made[key] = forked
         return made[key]
 
     yield runs
