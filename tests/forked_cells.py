@@ -7,7 +7,7 @@ Run as `python -I forked_cells.py`: it reads one JSON request a line on stdin an
 JSON line on stdout. A request is `{"cells": [[[source, hidden], ...], ...], "records": folder,
 "fork": bool}`: each cell is a list of parts, run in turn until one raises (`hidden`: run without
 storing the source in the input history, as the grader runs a cell's hidden tests). The answer is
-`{"errors": [null or "Name: message", ...]}`, one per cell; cell i's records are written to
+`{"errors": [null or [name, message], ...]}`, one per cell; cell i's records are written to
 `folder/i.jsonl`. With `fork` false the cells run in this process (the shared cells), with `fork` true
 in a child, which leaves this one as it was. Cells run as IPython's kernel runs them (its compiler
 names cells by their source, as the records' `loc` expects), in the environment the grader gives the
@@ -23,7 +23,7 @@ RECORDS_FD = 100  # $TINYTORCH_RECORDS is "fd:100": each cell's file is put ther
 
 
 def run_cells(shell, cells, folder, cell_timeout):
-    """Run each cell's parts until one raises; `[null or "Name: message"]`, one per cell."""
+    """Run each cell's parts until one raises; `[None or [error name, message]]`, one per cell."""
     errors = []
     for index, parts in enumerate(cells):
         fd = os.open(os.path.join(folder, f"{index}.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -37,7 +37,7 @@ def run_cells(shell, cells, folder, cell_timeout):
             error = result.error_before_exec or result.error_in_exec
             if error is not None:
                 break
-        errors.append(None if error is None else f"{type(error).__name__}: {error}")
+        errors.append(None if error is None else [type(error).__name__, str(error)])
     return errors
 
 
@@ -88,7 +88,7 @@ def main():
                 with open(answer_path) as answer:
                     errors = json.load(answer)
             except (OSError, ValueError):
-                errors = ["ChildProcessError: the forked run ended without an answer"] * len(request["cells"])
+                errors = [["ChildProcessError", "the forked run ended without an answer"]] * len(request["cells"])
         answers.write(json.dumps({"errors": errors}) + "\n")
         answers.flush()
 

@@ -102,9 +102,9 @@ class ForkedCells:
         executed = nbformat.from_dict(notebook)
         for index, cell in enumerate(executed.cells):
             if cell.cell_type == "code":
-                name, _, value = (errors.get(index) or "").partition(": ")
-                cell.outputs = [nbformat.v4.new_output("error", ename=name, evalue=value, traceback=[])] \
-                    if errors.get(index) else []
+                error = errors.get(index)
+                cell.outputs = ([nbformat.v4.new_output("error", ename=error[0], evalue=error[1], traceback=[])]
+                                if error else [])
         return executed, records
 
     def close(self):

@@ -151,8 +151,8 @@ def prepare_env(root, state, course, log):
             run([sys._base_executable, "-m", "venv", str(env)], "making env/")
         # uv (the course's own, from its lock): every pin is there; files copied, not linked to uv's cache;
         # bytecode compiled now, since the servers' accounts cannot write it
-        run([sys.executable, "-m", "uv", "pip", "install", "--python", str(python), "--no-deps", "--link-mode=copy",
-             "--compile-bytecode", "--quiet", "-r", str(state / "requirements.lock")],
+        run([sys.executable, "-m", "uv", "pip", "install", "--python", str(python), "--no-deps",
+             "--link-mode=copy", "--compile-bytecode", "--quiet", "-r", str(state / "requirements.lock")],
             "installing env/ from the learner kit's lock")
         marker.write_text(digest(lock_text))
     site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], "env/").strip()
