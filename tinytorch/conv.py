@@ -169,7 +169,9 @@ def conv2d_backward(ctx, grad):
     n, _, oh, ow = grad.shape
     ### BEGIN SOLUTION
     g = grad.reshape(n, o, oh * ow)                                    # as the forward's product
-    grad_w = (g @ ctx.cols.transpose(0, 2, 1)).sum(axis=0).reshape(w.shape) if need_w else None
+    # the weight gradient sums g[n] @ cols[n].T over the images; computed as its transpose,
+    # cols[n] @ g[n].T of shape (C*KH*KW, O), because BLAS runs that shape faster (Part 7)
+    grad_w = (ctx.cols @ g.transpose(0, 2, 1)).sum(axis=0).T.reshape(w.shape) if need_w else None
     grad_b = g.sum(axis=(0, 2)) if need_b else None
     grad_x = None
     if need_x:
