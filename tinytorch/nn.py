@@ -709,10 +709,20 @@ class GELUFunction(Function):
         a = x.numpy()
         ctx.x, ctx.approximate = a, approximate
         if approximate == "tanh":
-            ctx.t = np.tanh(_SQRT_2_OVER_PI * (a + 0.044715 * a * a * a))
-            return Tensor._from_array(0.5 * a * (1 + ctx.t))
+            u = 0.044715 * a  # u = √(2/π) (a + 0.044715 a³), built in place: no temporary per term
+            u *= a
+            u += 1
+            u *= a
+            u *= _SQRT_2_OVER_PI
+            ctx.t = np.tanh(u, out=u)
+            out = ctx.t + 1
+            out *= a
+            out *= 0.5
+            return Tensor._from_array(out)
         if approximate == "none":
-            ctx.cdf = 0.5 * (1 + _erf(a / math.sqrt(2)))
+            ctx.cdf = _erf(a / math.sqrt(2))  # Φ(a) = ½ (1 + erf(a / √2)), in place
+            ctx.cdf += 1
+            ctx.cdf *= 0.5
             return Tensor._from_array(a * ctx.cdf)
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
         ### END SOLUTION
@@ -734,8 +744,14 @@ class GELUFunction(Function):
             d *= 0.5
             d *= grad
             return d, None
-        pdf = np.exp(-0.5 * a * a) / math.sqrt(2 * math.pi)
-        return grad * (ctx.cdf + a * pdf), None
+        d = -0.5 * a  # d = Φ(a) + a φ(a), with φ(a) = exp(−a²/2) / √(2π), built in place
+        d *= a
+        np.exp(d, out=d)
+        d *= a
+        d *= 1 / math.sqrt(2 * math.pi)
+        d += ctx.cdf
+        d *= grad
+        return d, None
         ### END SOLUTION
 
 
@@ -1059,11 +1075,11 @@ class LayerNormFunction(Function):
                              f"{tuple(normalized_shape)}")
         ### BEGIN SOLUTION
         axes = tuple(range(a.ndim - len(normalized_shape), a.ndim))
-        mu = a.mean(axis=axes, keepdims=True)
-        centered = a - mu
+        centered = a - a.mean(axis=axes, keepdims=True)
         var = (centered * centered).mean(axis=axes, keepdims=True)
         r = 1 / np.sqrt(var + eps)
-        xhat = centered * r
+        xhat = centered
+        xhat *= r  # in place: centered is not needed again
         ctx.axes, ctx.r, ctx.xhat = axes, r, xhat
         ctx.w = None if weight is None else weight.numpy()
         out = xhat if weight is None else xhat * ctx.w
