@@ -48,6 +48,23 @@ def test_softmax_family_and_activations_gradcheck(lead, n, seed):
         assert gradcheck(fn, (xs,))
 
 
+@pytest.mark.parametrize("name", ["relu", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_activations_of_a_0d_tensor(name, dtype):
+    """A 0-d input works as a 1-element one does: numpy's ufuncs return scalars for 0-d arrays,
+    so code that writes with `out=` fails on them."""
+    fn = (lambda t: F.gelu(t, "tanh")) if name == "gelu_tanh" else getattr(F, name)
+    x = Tensor.tensor(np.array(0.7, dtype=dtype), requires_grad=True)
+    y = fn(x)
+    y.backward()
+    one = Tensor.tensor(np.array([0.7], dtype=dtype), requires_grad=True)
+    fn(one).backward(Tensor.tensor(np.ones(1, dtype=dtype)))
+    assert y.shape == () and x.grad.shape == ()
+    assert np.allclose(y.item(), fn(one).item()) and np.allclose(x.grad.item(), one.grad.item())
+    if dtype == "float64":
+        assert gradcheck(fn, (t64(np.array(0.7)),))
+
+
 def test_activations_match_closed_forms():
     x = np.linspace(-30, 30, 61)
     sig = 1 / (1 + np.exp(-x))

@@ -709,12 +709,14 @@ class GELUFunction(Function):
         a = x.numpy()
         ctx.x, ctx.approximate = a, approximate
         if approximate == "tanh":
-            u = 0.044715 * a  # u = √(2/π) (a + 0.044715 a³), built in place: no temporary per term
+            # augmented assignments (u *= ...) work in place on arrays and still work on the numpy
+            # scalar that a 0-d input gives, where `out=` would fail
+            u = 0.044715 * a  # u = √(2/π) (a + 0.044715 a³), no temporary per term
             u *= a
             u += 1
             u *= a
             u *= _SQRT_2_OVER_PI
-            ctx.t = np.tanh(u, out=u)
+            ctx.t = np.tanh(u)
             out = ctx.t + 1
             out *= a
             out *= 0.5
@@ -736,7 +738,8 @@ class GELUFunction(Function):
             t = ctx.t
             du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * a * a)
             d = t * t  # d = ½ (1 + t + a (1 − t²) du), built in place: no temporary per term
-            np.subtract(1, d, out=d)
+            d *= -1
+            d += 1
             d *= a
             d *= du
             d += t
@@ -744,9 +747,9 @@ class GELUFunction(Function):
             d *= 0.5
             d *= grad
             return d, None
-        d = -0.5 * a  # d = Φ(a) + a φ(a), with φ(a) = exp(−a²/2) / √(2π), built in place
+        d = -0.5 * a  # d = Φ(a) + a φ(a), with φ(a) = exp(−a²/2) / √(2π), few temporaries
         d *= a
-        np.exp(d, out=d)
+        d = np.exp(d)
         d *= a
         d *= 1 / math.sqrt(2 * math.pi)
         d += ctx.cdf
