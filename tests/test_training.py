@@ -75,6 +75,18 @@ def test_optimizers_against_torch_when_installed():
             assert np.allclose(p.detach().numpy(), mine, rtol=1e-7, atol=1e-9), ours_cls.__name__
 
 
+@pytest.mark.parametrize("opt_cls, options", [(optim.SGD, dict(lr=0.1, momentum=0.9)), (optim.Adam, dict(lr=0.1)),
+                                              (optim.AdamW, dict(lr=0.1, weight_decay=0.1))])
+def test_a_0d_parameter_updates_as_a_1_element_one(opt_cls, options):
+    """A scalar parameter (a learned temperature, say) is legal in PyTorch; numpy's ufuncs return
+    scalars for 0-d arrays, which `out=` inside an update cannot write to."""
+    grads = [0.5, -1.0, 2.0]
+    scalar, _ = run(opt_cls, grads, 1.5, **options)
+    vector, _ = run(opt_cls, [[g] for g in grads], [1.5], **options)
+    assert [s.shape for s in scalar] == [()] * 3
+    assert np.allclose(np.ravel(scalar), np.ravel(vector)) and not np.allclose(scalar[-1], 1.5)
+
+
 def test_optimizer_state_dict_round_trip_and_set_to_none():
     a, b = param([1.0, 2.0]), param([3.0])
     opt = optim.AdamW([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1)

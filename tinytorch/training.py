@@ -55,11 +55,16 @@ class Optimizer:
 
     @no_grad()  # as in PyTorch: the update is not recorded, and numpy() may read the parameters
     def step(self):
-        """Update every parameter that has a gradient (`update` does one parameter)."""
+        """Update every parameter that has a gradient (`update` does one parameter). A 0-d parameter
+        is passed as a 1-element view: numpy's ufuncs return scalars for 0-d arrays, so an update
+        that writes with `out=` would fail on it."""
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    self.update(p.numpy(), p.grad.numpy(), group, self.state.setdefault(p, {}))
+                    w, g = p.numpy(), p.grad.numpy()
+                    if w.ndim == 0:
+                        w, g = w.reshape(1), g.reshape(1)
+                    self.update(w, g, group, self.state.setdefault(p, {}))
                     _changed(p)
 
     def update(self, w, g, group, state):
