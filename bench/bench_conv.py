@@ -5,36 +5,26 @@ The issue's layer: conv2d forward + backward of a (32, 16, 28, 28) float32 input
 on the same number of threads (1 and 2). Also checks that the window view allocates nothing.
 The "loops" variant loops over output positions and kernel taps in Python (numpy does each step over
 batch and channels); the fully scalar definition would take minutes. Ratios are measured in one
-process, best of a few rounds: on a shared machine they move with the other jobs.
+process, TinyTorch and PyTorch called alternately (`--rounds` times each): the median of the
+per-call ratios, with its quartiles (bench_gpt's `paired`).
 
 glibc is asked to keep freed memory for reuse (`keep_freed_memory`, as the CNN and GPT milestones and
 bench_gpt.py do): by default it hands every freed block above 128 KiB back to the OS, and each step
 then page-faults its im2col matrices (megabytes) back in. `--default-malloc` measures without it.
 
-    .venv/bin/python bench/bench_conv.py [--rounds 5] [--default-malloc]
+    .venv/bin/python bench/bench_conv.py [--rounds 30] [--default-malloc]
 """
 import argparse
 import runpy
-import time
 from pathlib import Path
 
 import numpy as np
 from tinytorch.autograd import Tensor
 from tinytorch.conv import conv2d, unfold_view
 from tinytorch.training import keep_freed_memory
-from bench_gpt import set_threads  # tinytorch's threads, BLAS's and PyTorch's
+from bench_gpt import paired, set_threads  # alternate timing; tinytorch's threads, BLAS's and PyTorch's
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def best(fn, rounds):
-    fn()
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def loops_forward_backward(x, w, g):
@@ -57,7 +47,7 @@ def loops_forward_backward(x, w, g):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--default-malloc", action="store_true", help="leave glibc's allocator as it is")
     args = parser.parse_args()
     if not args.default_malloc:
@@ -120,18 +110,21 @@ def main():
             loss.backward()
             toptimizer.step()
 
-    loops = best(lambda: loops_forward_backward(x, w, g), 1)
+    loops = paired(lambda: loops_forward_backward(x, w, g), None, 1)[0]
     print(f"conv2d forward + backward, (32, 16, 28, 28) input, 32 filters 3 x 3, padding 1:")
     print(f"  loops over positions and taps: {1e3 * loops:.0f} ms")
     for threads in (1, 2):
         with set_threads(threads, torch):
-            mine, mine_step = best(ours, args.rounds), best(our_step, args.rounds)
-            line = f"  {threads} thread(s): im2col {1e3 * mine:.1f} ms ({loops / mine:.0f}x faster than the loops)"
-            step = f"  {threads} thread(s): milestone CNN training step (batch 64) {1e3 * mine_step:.1f} ms"
-            if torch is not None:
-                them, them_step = best(theirs, args.rounds), best(their_step, args.rounds)
-                line += f", PyTorch {1e3 * them:.1f} ms: TinyTorch / PyTorch {mine / them:.2f}x (target 1.5x)"
-                step += f", PyTorch {1e3 * them_step:.1f} ms: {mine_step / them_step:.2f}x (target 1.5x)"
+            mine, them, ratio, quartiles = paired(ours, theirs if torch else None, args.rounds)
+            mine_step, them_step, step_ratio, step_quartiles = paired(our_step, their_step if torch else None,
+                                                                      args.rounds)
+        line = f"  {threads} thread(s): im2col {1e3 * mine:.1f} ms ({loops / mine:.0f}x faster than the loops)"
+        step = f"  {threads} thread(s): milestone CNN training step (batch 64) {1e3 * mine_step:.1f} ms"
+        if torch is not None:
+            line += (f", PyTorch {1e3 * them:.1f} ms: TinyTorch / PyTorch {ratio:.2f}x (quartiles "
+                     f"{quartiles[0]:.2f}-{quartiles[1]:.2f}; target 1.5x)")
+            step += (f", PyTorch {1e3 * them_step:.1f} ms: {step_ratio:.2f}x (quartiles {step_quartiles[0]:.2f}-"
+                     f"{step_quartiles[1]:.2f}; target 1.5x)")
         print(line)
         print(step)
 

@@ -3,8 +3,10 @@
 Model: vocab 100, context 64, width 128, 4 heads, 4 layers, MLP 4x, batch 32, AdamW (decay on the
 2-D weights but the position table), no dropout, float32. Both frameworks start from the same weights
 and see the same batches; the script prints the largest difference of their loss curves and the
-ratio TinyTorch / PyTorch of the median step time, with 1 and with 2 threads (BLAS threads for
-numpy, `torch.set_num_threads` for PyTorch), timed interleaved in this one process.
+ratio TinyTorch / PyTorch of the step time, with 1 and with 2 threads (BLAS threads for numpy,
+`torch.set_num_threads` for PyTorch), in this one process: the two frameworks step alternately
+(`--steps` x `--rounds` steps each) and the ratio is the median of the per-step ratios, with its
+quartiles (this machine's speed drifts within seconds; alternating step by step cancels most of it).
 Targets: at most 1.0x with 1 thread, 1.15x with 2; loss curves equal to 1e-3.
 
     .venv/bin/python bench/bench_gpt.py [--steps 20] [--rounds 3] [--threads 1 2]
@@ -14,6 +16,7 @@ The script first prints which OpenBLAS kernel numpy runs: where OPENBLAS_CORETYP
 kernel than the CPU's own (PyTorch ignores that variable), it says so and how to compare like with like.
 """
 import argparse
+import itertools
 import statistics
 import time
 
@@ -98,9 +101,35 @@ def set_threads(n, torch=None):
     return threadpool_limits(n)
 
 
+def paired(ours, theirs, rounds):
+    """Time the argument-less callables `ours` and `theirs` alternately, one call each in turn,
+    `rounds` times (after one untimed call of each). Alternating call by call makes both see the same
+    machine state, which on a shared machine drifts within seconds. Returns our and their median
+    times (seconds), the median of the per-pair ratios ours / theirs and its quartiles; `theirs` may
+    be None (then only our median is not None)."""
+    ours()
+    if theirs is not None:
+        theirs()
+    mine, other = [], []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        ours()
+        mine.append(time.perf_counter() - started)
+        if theirs is not None:
+            started = time.perf_counter()
+            theirs()
+            other.append(time.perf_counter() - started)
+    if theirs is None:
+        return statistics.median(mine), None, None, None
+    ratios = [a / b for a, b in zip(mine, other)]
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return statistics.median(mine), statistics.median(other), statistics.median(ratios), (q1, q3)
+
+
 def compare(tt_step, th_step, data, args, tol=1e-3, torch=None):
     """The harness of every GPT benchmark: loss curves of both steps from the same weights (1 thread),
-    then the median step time of each, interleaved in rounds, per thread count. Returns the ratios."""
+    then the step times of both, alternating step by step (`paired`), per thread count. Returns the
+    ratios TinyTorch / PyTorch (medians of the per-step ratios)."""
     if th_step is not None:
         with set_threads(1, torch):
             _, a = timed(tt_step, data)
@@ -111,18 +140,17 @@ def compare(tt_step, th_step, data, args, tol=1e-3, torch=None):
               f"({'ok' if diff <= tol else 'MISMATCH'}, target {tol:g})")
     ratios = {}
     for n in args.threads:
+        our_batches, their_batches = itertools.cycle(data), itertools.cycle(data)  # the same, in order
+        theirs = None if th_step is None else lambda: th_step(*next(their_batches))
         with set_threads(n, torch):
-            ours, theirs = [], []
-            for _ in range(args.rounds):
-                ours += timed(tt_step, data)[0][2:]
-                if th_step is not None:
-                    theirs += timed(th_step, data)[0][2:]
-        line = f"{n} thread(s): TinyTorch {statistics.median(ours) * 1e3:.1f} ms/step"
+            mine, other, ratio, quartiles = paired(lambda: tt_step(*next(our_batches)), theirs,
+                                                   len(data) * args.rounds)
+        line = f"{n} thread(s): TinyTorch {mine * 1e3:.1f} ms/step"
         if th_step is not None:
-            ratio = ratios[n] = statistics.median(ours) / statistics.median(theirs)
+            ratios[n] = ratio
             target = 1.0 if n == 1 else 1.15
-            line += (f", PyTorch {statistics.median(theirs) * 1e3:.1f} ms/step, ratio {ratio:.2f}x "
-                     f"(target <= {target}x: {'met' if ratio <= target else 'NOT met'})")
+            line += (f", PyTorch {other * 1e3:.1f} ms/step, ratio {ratio:.2f}x (quartiles {quartiles[0]:.2f}-"
+                     f"{quartiles[1]:.2f}; target <= {target}x: {'met' if ratio <= target else 'NOT met'})")
         print(line, flush=True)
     return ratios
 
