@@ -95,13 +95,13 @@ def _ops():
         "gelu": ([normal(96, 1024)], F.gelu),
         "softmax": ([normal(8, 64, 256)], lambda x: F.softmax(x, dim=1)),
         "log_softmax": ([normal(8, 64, 256)], lambda x: F.log_softmax(x, dim=-1)),
-        "layer_norm": ([normal(4, 64, 256)], lambda x: layer_norm(x)),
+        "layer_norm": ([normal(16, 256, 256)], lambda x: layer_norm(x)),  # light: split from MIN_ELEMENTS_LIGHT
         "attention": ([normal(16, 2, 64, 32)] * 3, lambda q, k, v: scaled_dot_product_attention(q, k, v, is_causal=True)),
         "attention_dropout": ([normal(16, 2, 64, 32)] * 3, lambda q, k, v: scaled_dot_product_attention(
             q, k, v, dropout_p=0.5, generator=tt.Generator().manual_seed(1))),
         "conv2d": ([normal(16, 4, 32, 32), normal(6, 4, 3, 3), normal(6)], lambda x, w, b: conv2d(x, w, b, padding=1)),
-        "max_pool2d": ([normal(16, 8, 32, 32)], lambda x: max_pool2d(x, 2)),
-        "avg_pool2d": ([normal(16, 8, 32, 32)], lambda x: avg_pool2d(x, 3, stride=2)),
+        "max_pool2d": ([normal(64, 16, 32, 32)], lambda x: max_pool2d(x, 2)),  # light too
+        "avg_pool2d": ([normal(64, 16, 32, 32)], lambda x: avg_pool2d(x, 3, stride=2)),
     }, layer_norm
 
 
@@ -135,7 +135,7 @@ def test_an_op_split_over_two_threads_gives_one_threads_values_and_gradients(nam
 
 
 @pytest.mark.parametrize("case", ["softmax over dim 0", "1-d linear", "small", "attention bias with a batch dim",
-                                  "attention broadcast key"])
+                                  "attention broadcast key", "light and below a million elements"])
 def test_calls_whose_rows_interact_or_are_small_run_whole(case, two_threads):
     import tinytorch.nn.functional as F
     from tinytorch.attention import scaled_dot_product_attention
@@ -149,6 +149,7 @@ def test_calls_whose_rows_interact_or_are_small_run_whole(case, two_threads):
         "attention bias with a batch dim": lambda: scaled_dot_product_attention(
             q, q, q, attn_mask=tt.tensor(rng.standard_normal((16, 2, 64, 64)).astype(np.float32))),
         "attention broadcast key": lambda: scaled_dot_product_attention(q, q[:1], q[:1]),
+        "light and below a million elements": lambda: F.layer_norm(big.reshape(512, 256), (256,)),
     }[case]()
     assert out.grad_fn.parts is None, f"{case}: split although its rows are not independent (or it is small)"
 

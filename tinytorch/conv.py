@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from .autograd import Function, Tensor, as_array
-from .parallel import split_rows
+from .parallel import MIN_ELEMENTS_LIGHT, split_rows
 from .nn import Module, Parameter, _write, kaiming_uniform_, uniform_
 
 # %% ../modules/08_conv/08_conv.ipynb #78c8a518
@@ -233,7 +233,8 @@ class MaxPool2dFunction(Function):
         return _unpad(grad_padded, ctx.padding), None, None, None, None
 
 
-_ThreadedMaxPool2d = split_rows(MaxPool2dFunction)  # over threads, as conv2d
+# over threads as conv2d, but pooling is light work: split only from a million elements (module 07)
+_ThreadedMaxPool2d = split_rows(MaxPool2dFunction, min_elements=MIN_ELEMENTS_LIGHT)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
@@ -280,7 +281,7 @@ class AvgPool2dFunction(Function):
         return _unpad(grad_padded, ctx.padding), None, None, None, None, None
 
 
-_ThreadedAvgPool2d = split_rows(AvgPool2dFunction)
+_ThreadedAvgPool2d = split_rows(AvgPool2dFunction, min_elements=MIN_ELEMENTS_LIGHT)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,

@@ -26,9 +26,10 @@ from functools import partial
 
 import numpy as np
 
-__all__ = ["set_num_threads", "get_num_threads", "map_chunks", "split_rows", "MIN_ELEMENTS"]
+__all__ = ["set_num_threads", "get_num_threads", "map_chunks", "split_rows", "MIN_ELEMENTS", "MIN_ELEMENTS_LIGHT"]
 
 MIN_ELEMENTS = 1 << 16
+MIN_ELEMENTS_LIGHT = 1 << 20  # for split_rows of light, memory-bound Functions (see there)
 _state = {"threads": 1, "pool": None, "blas": None}
 _lock = threading.Lock()
 _chunk = threading.local()  # .running: this thread runs a chunk already, so nested work stays on it
@@ -106,7 +107,7 @@ def map_chunks(work, n, min_elements=MIN_ELEMENTS, per_item=1):
     _run_chunks([partial(work, start, stop) for start, stop in chunk_bounds(n, _state["threads"])])
 
 
-def split_rows(function, split=(0,), can_split=None):
+def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS):
     """`function` (an autograd Function) with its forward and backward run on chunks of rows, one
     chunk per thread.
 
@@ -116,7 +117,10 @@ def split_rows(function, split=(0,), can_split=None):
     runs each chunk's `function.backward` on its rows of the gradient, joins the gradients of the
     cut inputs and adds up those of the others (a LayerNorm's weight). That is only right when rows
     do not interact, which `can_split(*args)` checks for each call (softmax along dim 0 is not).
-    With one thread, small inputs or `can_split` false, `function` runs as it is, on the call's context.
+    With one thread, inputs of fewer than `min_elements` elements or `can_split` false, `function`
+    runs as it is, on the call's context. Raise `min_elements` for a Function that is a few light
+    passes over memory (LayerNorm, pooling): two cores share one memory bus and cache, so such work
+    gains little from a second thread until the arrays are large, and joining the chunks costs a copy.
     """
     from .autograd import Function, Context, Tensor, fit_gradient  # module 03: not at import, so that
     # tt.set_num_threads works in a learner's package before notebook 03 is exported
@@ -127,7 +131,7 @@ def split_rows(function, split=(0,), can_split=None):
             return function.forward(ctx, *args)
         cut = [args[i] for i in split if args[i] is not None]
         rows = cut[0].shape[0] if cut[0].shape else 0
-        if (not _split_now(rows, math.prod(cut[0].shape)) or any(a.shape[0] != rows for a in cut)
+        if (not _split_now(rows, math.prod(cut[0].shape), min_elements) or any(a.shape[0] != rows for a in cut)
                 or (can_split is not None and not can_split(*args))):
             return function.forward(ctx, *args)
         ctx.parts = [(start, stop, Context(function)) for start, stop in chunk_bounds(rows, _state["threads"])]
