@@ -77,6 +77,21 @@ def _pad(a, padding, value=0.0):
     return np.pad(a, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
 
 
+def _zeros_images_last(shape, dtype):
+    """Zeros of `shape` (N, C, H, W), stored with the images last: a (C, H, W, N) array, transposed."""
+    n, c, h, w = shape
+    return np.zeros((c, h, w, n), dtype).transpose(3, 0, 1, 2)
+
+
+def _pad_images_last(a, padding):
+    """`a` (N, C, H, W) padded with zeros as `_pad` does (always a copy), stored with the images last."""
+    top, bottom, left, right = padding
+    n, c, h, w = a.shape
+    padded = _zeros_images_last((n, c, h + top + bottom, w + left + right), a.dtype)
+    padded[:, :, top:top + h, left:left + w] = a
+    return padded
+
+
 def _unpad(a, padding):
     top, bottom, left, right = padding
     return a[:, :, top:a.shape[2] - bottom, left:a.shape[3] - right]
@@ -134,18 +149,18 @@ class Conv2dFunction(Function):
     def forward(ctx, x, weight, bias, stride, padding, dilation):
         """x (N, C, H, W), weight (O, C, KH, KW), bias (O,) or None -> (N, O, OH, OW).
         `stride` and `dilation` are pairs, `padding` is (top, bottom, left, right).
-        Set `cols` (the im2col matrices, (N, C*KH*KW, OH*OW): your backward reads them) and `out`."""
+        Set `cols` (the im2col matrix, (C*KH*KW, OH*OW*N): your backward reads it) and `out`."""
         a, w = x.numpy(), weight.numpy()
         o, c, kh, kw = w.shape
-        padded = _pad(a, padding)
+        padded = _pad_images_last(a, padding)                            # (N, C, H, W), the images last in memory
         ### BEGIN SOLUTION
         view = _windows(padded, (kh, kw), stride, dilation)             # (N, C, OH, OW, KH, KW), no copy
         n, _, oh, ow = view.shape[:4]
-        cols = view.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, oh * ow)  # the one copy
-        out = w.reshape(o, c * kh * kw) @ cols                           # (N, O, OH*OW): one (batched) GEMM
+        cols = view.transpose(1, 4, 5, 2, 3, 0).reshape(c * kh * kw, oh * ow * n)  # the one copy
+        out = w.reshape(o, c * kh * kw) @ cols                           # (O, OH*OW*N): one GEMM
         if bias is not None:
             out += bias.numpy()[:, None]
-        out = out.reshape(n, o, oh, ow)
+        out = out.reshape(o, oh, ow, n).transpose(3, 0, 1, 2)            # (N, O, OH, OW)
         ### END SOLUTION
         ctx.cols, ctx.padded_shape = cols, padded.shape
         ctx.stride, ctx.padding, ctx.dilation = stride, padding, dilation
@@ -168,19 +183,19 @@ def conv2d_backward(ctx, grad):
     o, c, kh, kw = w.shape
     n, _, oh, ow = grad.shape
     ### BEGIN SOLUTION
-    g = grad.reshape(n, o, oh * ow)                                    # as the forward's product
-    # the weight gradient sums g[n] @ cols[n].T over the images; computed as its transpose,
-    # cols[n] @ g[n].T of shape (C*KH*KW, O), because BLAS runs that shape faster (Part 7)
-    grad_w = (ctx.cols @ g.transpose(0, 2, 1)).sum(axis=0).T.reshape(w.shape) if need_w else None
-    grad_b = g.sum(axis=(0, 2)) if need_b else None
+    g = grad.transpose(1, 2, 3, 0).reshape(o, oh * ow * n)             # as the forward's product
+    # the weight gradient is g @ cols.T; computed as its transpose, cols @ g.T of shape
+    # (C*KH*KW, O), because BLAS runs that shape faster (Part 7)
+    grad_w = (ctx.cols @ g.T).T.reshape(w.shape) if need_w else None
+    grad_b = g.sum(axis=1) if need_b else None
     grad_x = None
     if need_x:
-        grad_cols = (w.reshape(o, c * kh * kw).T @ g).reshape(n, c, kh, kw, oh, ow)
-        grad_padded = np.zeros(ctx.padded_shape, dtype=grad_cols.dtype)
+        grad_cols = (w.reshape(o, c * kh * kw).T @ g).reshape(c, kh, kw, oh, ow, n)
+        grad_padded = _zeros_images_last(ctx.padded_shape, grad_cols.dtype)
         windows = _windows(grad_padded, (kh, kw), ctx.stride, ctx.dilation)  # overlapping, writable
         for p in range(kh):
             for q in range(kw):  # one kernel offset at a time: these windows never overlap
-                windows[:, :, :, :, p, q] += grad_cols[:, :, p, q]
+                windows[:, :, :, :, p, q] += grad_cols[:, p, q].transpose(3, 0, 1, 2)
         grad_x = _unpad(grad_padded, ctx.padding)
     ### END SOLUTION
     return grad_x, grad_w, grad_b, None, None, None
