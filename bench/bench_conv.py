@@ -12,8 +12,16 @@ glibc is asked to keep freed memory for reuse (`keep_freed_memory`, as the CNN a
 bench_gpt.py do): by default it hands every freed block above 128 KiB back to the OS, and each step
 then page-faults its im2col matrices (megabytes) back in. `--default-malloc` measures without it.
 
+OpenBLAS's idle threads are told to sleep at once (`OPENBLAS_THREAD_TIMEOUT=4`, unless set): by
+default they spin for about 0.1 s after each threaded product, and on two cores they then took one of
+the cores PyTorch's next step needed (its 2-thread CNN step measured 25-29 ms instead of 13).
+
     .venv/bin/python bench/bench_conv.py [--rounds 30] [--default-malloc]
 """
+import os
+
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # read when numpy loads OpenBLAS: before the imports
+
 import argparse
 import runpy
 from pathlib import Path
