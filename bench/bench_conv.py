@@ -5,8 +5,8 @@ The issue's layer: conv2d forward + backward of a (32, 16, 28, 28) float32 input
 on the same number of threads (1 and 2). Also checks that the window view allocates nothing.
 The "loops" variant loops over output positions and kernel taps in Python (numpy does each step over
 batch and channels); the fully scalar definition would take minutes. Ratios are measured in one
-process, TinyTorch and PyTorch called alternately (`--rounds` times each): the median of the
-per-call ratios, with its quartiles (bench_gpt's `paired`).
+process, TinyTorch and PyTorch called alternately (`--rounds` timed calls each, each after an untimed
+one): the median of the per-call ratios, with its quartiles (bench_gpt's `paired`).
 
 glibc is asked to keep freed memory for reuse (`keep_freed_memory`, as the CNN and GPT milestones and
 bench_gpt.py do): by default it hands every freed block above 128 KiB back to the OS, and each step

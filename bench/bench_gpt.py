@@ -5,8 +5,9 @@ Model: vocab 100, context 64, width 128, 4 heads, 4 layers, MLP 4x, batch 32, Ad
 and see the same batches; the script prints the largest difference of their loss curves and the
 ratio TinyTorch / PyTorch of the step time, with 1 and with 2 threads (BLAS threads for numpy,
 `torch.set_num_threads` for PyTorch), in this one process: the two frameworks step alternately
-(`--steps` x `--rounds` steps each) and the ratio is the median of the per-step ratios, with its
-quartiles (this machine's speed drifts within seconds; alternating step by step cancels most of it).
+(`--steps` x `--rounds` timed steps each, each after an untimed one: see `paired`) and the ratio is
+the median of the per-step ratios, with its quartiles (this machine's speed drifts within seconds;
+alternating cancels most of it).
 Targets: at most 1.0x with 1 thread, 1.15x with 2; loss curves equal to 1e-3.
 
     .venv/bin/python bench/bench_gpt.py [--steps 20] [--rounds 3] [--threads 1 2]
@@ -102,23 +103,25 @@ def set_threads(n, torch=None):
 
 
 def paired(ours, theirs, rounds):
-    """Time the argument-less callables `ours` and `theirs` alternately, one call each in turn,
-    `rounds` times (after one untimed call of each). Alternating call by call makes both see the same
-    machine state, which on a shared machine drifts within seconds. Returns our and their median
-    times (seconds), the median of the per-pair ratios ours / theirs and its quartiles; `theirs` may
-    be None (then only our median is not None)."""
-    ours()
-    if theirs is not None:
-        theirs()
+    """Time the argument-less callables `ours` and `theirs` alternately, `rounds` times each.
+    Alternating makes both see the same machine state, which on a shared machine drifts within
+    seconds. Each timed call comes right after an untimed call of the same callable: a framework's
+    idle threads keep spinning for a while after its work (PyTorch's OpenMP threads for about 300,000
+    spins, several milliseconds here), and a call timed right after the other framework's lost a core
+    to them (TinyTorch's 2-thread conv layer read 28-30 ms alternating against 22 alone, while PyTorch's
+    read 13.5 either way). Returns our and their median times (seconds), the median of the per-pair
+    ratios ours / theirs and its quartiles; `theirs` may be None (then only our median is not None)."""
+    def timed_call(fn):
+        fn()  # untimed: the other framework's threads settle meanwhile
+        started = time.perf_counter()
+        fn()
+        return time.perf_counter() - started
+
     mine, other = [], []
     for _ in range(rounds):
-        started = time.perf_counter()
-        ours()
-        mine.append(time.perf_counter() - started)
+        mine.append(timed_call(ours))
         if theirs is not None:
-            started = time.perf_counter()
-            theirs()
-            other.append(time.perf_counter() - started)
+            other.append(timed_call(theirs))
     if theirs is None:
         return statistics.median(mine), None, None, None
     ratios = [a / b for a, b in zip(mine, other)]
