@@ -86,7 +86,7 @@ def train_cnn(epochs=25, batch_size=64, lr=3e-3, weight_decay=1e-2, width=32, se
     steps = epochs * len(train)
     scheduler = WarmupCosineLR(optimizer, warmup_steps=max(1, steps // 10), total_steps=steps)
     history = {"train_loss": []}
-    with _one_blas_thread():  # small GEMMs: BLAS threads only add synchronisation (and suffer on a busy machine)
+    with _one_blas_thread():  # two BLAS threads were no faster here (and suffer on a busy machine)
         for epoch in range(epochs):
             history["train_loss"].append(train_epoch(model, train, F.cross_entropy, optimizer, scheduler))
             log(f"epoch {epoch + 1:2d}/{epochs}: training loss {history['train_loss'][-1]:.4f} "
