@@ -7,8 +7,8 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from tinytorch.autograd import Tensor, gradcheck
-from tinytorch.conv import (AvgPool2d, BatchNorm2d, Conv2d, MaxPool2d, avg_pool2d, batch_norm, conv2d,
-                            max_pool2d, unfold_view)
+from tinytorch.conv import (AvgPool2d, BatchNorm2d, Conv2d, MaxPool2d, _images_last, _pad_images_last,
+                            avg_pool2d, batch_norm, conv2d, max_pool2d, unfold_view)
 from tinytorch.tensor_base import manual_seed
 
 settings.register_profile("tinytorch", max_examples=30, deadline=None)
@@ -171,6 +171,18 @@ def test_batch_norm_training_and_eval_gradcheck(n, c, hw, seed):
     assert gradcheck(lambda x, w, b: batch_norm(x, None, None, w, b, training=True, eps=1e-3), (x, w, b))
     rm, rv = Tensor.tensor(rng.standard_normal(c)), Tensor.tensor(rng.random(c) + 0.5)
     assert gradcheck(lambda x, w, b: batch_norm(x, rm, rv, w, b, training=False), (x, w, b))
+
+
+@given(st.integers(1, 20), st.sampled_from([(16, 8, 8), (64, 4, 4), (1, 8, 8), (3, 5, 7)]),
+       st.sampled_from([np.float32, np.float64]), st.booleans())
+def test_layout_copies_keep_every_value(n, chw, dtype, every_other):
+    """The given copies into the images-last layout (8 images at a time where the image stride is a
+    multiple of 4 KiB, as for the first two shapes) change no value."""
+    a = np.random.default_rng(n).standard_normal((2 * n,) + chw).astype(dtype)
+    a = a[::2] if every_other else a[:n]  # every other image: a doubled image stride
+    last = _images_last(a)
+    assert np.array_equal(last, a) and last.strides[0] == a.itemsize
+    assert np.array_equal(_pad_images_last(a, (1, 2, 0, 1)), np.pad(a, ((0, 0), (0, 0), (1, 2), (0, 1))))
 
 
 def test_batch_norm_running_statistics_follow_pytorchs_conventions():

@@ -83,12 +83,39 @@ def _zeros_images_last(shape, dtype):
     return np.zeros((c, h, w, n), dtype).transpose(3, 0, 1, 2)
 
 
+_L1_SETS, _L1_WAYS, _LINE = 64, 8, 64  # a common x86 level-1 data cache: 64 sets of 8 lines of 64 bytes
+
+
+def _copy_images(dst, src):
+    """`dst[...] = src` for (N, C, H, W) arrays where `dst` stores the images last: a few images at a time.
+
+    numpy copies in `dst`'s memory order, so it reads one number of each image in turn, one image
+    stride apart in `src`. The cache files each line of 64 bytes in one of its 64 sets, by address, and
+    a set holds 8 lines: lines a multiple of 4 KiB apart share a set. With 64 images of 8 KiB each, all
+    64 lines fall in one set and evict each other before their next 15 numbers are read. So copy as many
+    images at a time as the sets their lines fall in can hold (Part 7 measures it)."""
+    stride = abs(src.strides[0])
+    lines = stride // _LINE
+    sets = _L1_SETS // math.gcd(lines, _L1_SETS) if lines and stride % _LINE == 0 else _L1_SETS
+    block = sets * _L1_WAYS
+    for start in range(0, src.shape[0], block):
+        dst[start:start + block] = src[start:start + block]
+
+
+def _images_last(a):
+    """A copy of `a` (N, C, H, W) stored with the images last, as `_zeros_images_last` stores zeros."""
+    n, c, h, w = a.shape
+    out = np.empty((c, h, w, n), a.dtype).transpose(3, 0, 1, 2)
+    _copy_images(out, a)
+    return out
+
+
 def _pad_images_last(a, padding):
     """`a` (N, C, H, W) padded with zeros as `_pad` does (always a copy), stored with the images last."""
     top, bottom, left, right = padding
     n, c, h, w = a.shape
     padded = _zeros_images_last((n, c, h + top + bottom, w + left + right), a.dtype)
-    padded[:, :, top:top + h, left:left + w] = a
+    _copy_images(padded[:, :, top:top + h, left:left + w], a)
     return padded
 
 
@@ -169,7 +196,7 @@ class Conv2dFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return conv2d_backward(ctx, grad)  # the next exercise
+        return conv2d_backward(ctx, _images_last(grad))  # the next exercise; grad stored as cols is
 
 
 _ThreadedConv2d = split_rows(Conv2dFunction)  # images split over tt.set_num_threads(n) threads (module 07)
@@ -183,7 +210,7 @@ def conv2d_backward(ctx, grad):
     o, c, kh, kw = w.shape
     n, _, oh, ow = grad.shape
     ### BEGIN SOLUTION
-    g = grad.transpose(1, 2, 3, 0).reshape(o, oh * ow * n)             # as the forward's product
+    g = grad.transpose(1, 2, 3, 0).reshape(o, oh * ow * n)             # as the forward's product: a free view
     # the weight gradient is g @ cols.T; computed as its transpose, cols @ g.T of shape
     # (C*KH*KW, O), because BLAS runs that shape faster (Part 7)
     grad_w = (ctx.cols @ g.T).T.reshape(w.shape) if need_w else None
