@@ -173,6 +173,14 @@ def test_batch_norm_training_and_eval_gradcheck(n, c, hw, seed):
     assert gradcheck(lambda x, w, b: batch_norm(x, rm, rv, w, b, training=False), (x, w, b))
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (4, 3, 6)])
+def test_batch_norm_gradcheck_on_2d_and_3d_inputs(shape):
+    """batch_norm normalises over every axis but dimension 1 for any rank (as BatchNorm1d's inputs)."""
+    rng = np.random.default_rng(len(shape))
+    x, w, b = t64(rng.standard_normal(shape) * 2 + 1), t64(rng.standard_normal(3)), t64(rng.standard_normal(3))
+    assert gradcheck(lambda x, w, b: batch_norm(x, None, None, w, b, training=True, eps=1e-3), (x, w, b))
+
+
 @given(st.integers(1, 20), st.sampled_from([(16, 8, 8), (64, 4, 4), (1, 8, 8), (3, 5, 7)]),
        st.sampled_from([np.float32, np.float64]), st.booleans())
 def test_layout_copies_keep_every_value(n, chw, dtype, every_other):

@@ -361,14 +361,22 @@ class BatchNormFunction(Function):
         else:                # constants: a per-channel scale
             grad_x = h * r
         ### END SOLUTION
-        grad_w = (grad * xhat).sum(axis=axes) if ctx.needs_input_grad[1] else None
-        grad_b = grad.sum(axis=axes) if ctx.needs_input_grad[2] else None
+        grad_w = _per_channel_sum(grad * xhat) if ctx.needs_input_grad[1] else None
+        grad_b = _per_channel_sum(grad) if ctx.needs_input_grad[2] else None
         return grad_x, grad_w, grad_b, None, None, None, None
 
 
 def _channel_axes(ndim):
     """Every dimension but the channels (1): the axes that batch statistics average over."""
     return (0,) + tuple(range(2, ndim))
+
+
+def _per_channel_sum(a):
+    """`a` (N, C, ...) summed over every axis but the channels, as `a.sum(axis=_channel_axes(a.ndim))`
+    does, about 3x faster on a CNN's activations: first over the batch (numpy adds whole images), then
+    along each channel's contiguous positions. Over all those axes at once, numpy's inner loop would
+    run over one row of H*W numbers at a time."""
+    return a.sum(axis=0).reshape(a.shape[1], -1).sum(axis=1)
 
 # %% ../modules/08_conv/08_conv.ipynb #b6675561
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
