@@ -196,7 +196,7 @@ class Conv2dFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return conv2d_backward(ctx, _images_last(grad))  # the next exercise; grad stored as cols is
+        return conv2d_backward(ctx, _images_last(grad))  # the next exercise; grad stored images last, as cols
 
 
 _ThreadedConv2d = split_rows(Conv2dFunction)  # images split over tt.set_num_threads(n) threads (module 07)
