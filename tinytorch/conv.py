@@ -253,10 +253,16 @@ class MaxPool2dFunction(Function):
             raise RuntimeError(f"max_pool2d needs a floating-point input, got {x.dtype}")
         ### BEGIN SOLUTION
         padded = _pad(a, padding, -np.inf)                              # a padded element never wins
-        view = _windows(padded, kernel, stride, dilation)              # (N, C, OH, OW, KH, KW)
-        flat = view.reshape(view.shape[:4] + (-1,))                     # a copy: KH*KW values per window
-        chosen = flat.argmax(axis=-1)                                   # the first maximum, as PyTorch
-        out = np.take_along_axis(flat, chosen[..., None], axis=-1)[..., 0]
+        view = _windows(padded, kernel, stride, dilation)              # (N, C, OH, OW, KH, KW), no copy
+        kw = kernel[1]
+        out = view[:, :, :, :, 0, 0].copy()                             # tap 0 of every window
+        chosen = np.zeros(out.shape, np.intp)                           # which tap holds the maximum
+        for k in range(1, kernel[0] * kw):                              # row-major, as the backward
+            p, q = divmod(k, kw)
+            tap = view[:, :, :, :, p, q]
+            wins = tap > out                                            # strictly: a tie keeps the first
+            np.maximum(out, tap, out=out)                               # (a NaN stays, as in PyTorch)
+            chosen[wins] = k
         ### END SOLUTION
         ctx.chosen, ctx.padded_shape = chosen, padded.shape
         ctx.kernel, ctx.stride, ctx.padding, ctx.dilation = kernel, stride, padding, dilation
