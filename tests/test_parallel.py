@@ -154,6 +154,36 @@ def test_calls_whose_rows_interact_or_are_small_run_whole(case, two_threads):
     assert out.grad_fn.parts is None, f"{case}: split although its rows are not independent (or it is small)"
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blocks_give_the_whole_functions_values_and_gradients(threads):
+    """`block_elements`: each thread's rows in blocks, each on a context of its own. Values and the cut
+    input's gradient equal the whole Function's; a shared input's gradient (a weight) adds up the blocks'."""
+    from tinytorch.nn import GELUFunction, LinearFunction
+    before = tt.get_num_threads()
+    tt.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((300, 64)).astype(np.float32)  # 19,200 elements: blocks of 15 rows
+        w = rng.standard_normal((8, 64)).astype(np.float32)
+        for function, extra in ((GELUFunction, ["tanh"]), (GELUFunction, ["none"]), (LinearFunction, [w, None])):
+            blocked = parallel.split_rows(function, min_elements=1, block_elements=1000)
+            runs = []
+            for fn in (function, blocked):
+                inputs = [tt.tensor(x, requires_grad=True)] + [
+                    tt.tensor(a, requires_grad=True) if isinstance(a, np.ndarray) else a for a in extra]
+                out = fn.apply(*inputs)
+                out.backward(tt.tensor(np.random.default_rng(1).standard_normal(out.shape).astype(np.float32)))
+                runs.append((out, [out.detach().numpy()] + [t.grad.numpy() for t in inputs if isinstance(t, tt.Tensor)]))
+            (_, want), (out, got) = runs
+            name = f"{function.__name__}{extra[:1] if isinstance(extra[0], str) else ''}"
+            assert [len(p) for p in out.grad_fn.parts] == [20 // threads] * threads, f"{name}: not 20 blocks"
+            for what, g, v in zip(["output", "grad x", "grad weight"], got, want):
+                np.testing.assert_allclose(g, v, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(v).max())),
+                                           err_msg=f"{name} {what}: blocks differ from the whole Function")
+    finally:
+        tt.set_num_threads(before)
+
+
 def test_inside_chunks_blas_runs_one_thread_and_nested_work_stays_on_its_thread(two_threads):
     seen = []
 

@@ -98,6 +98,13 @@ def _run_chunks(calls):
     return [first, *rest]
 
 
+def _run_parts(run, parts):
+    """`run(part)` for each thread's part: on the pool when there are several, else here."""
+    if len(parts) == 1:
+        return [run(parts[0])]
+    return _run_chunks([partial(run, part) for part in parts])
+
+
 def map_chunks(work, n, min_elements=MIN_ELEMENTS, per_item=1):
     """Run `work(start, stop)` over range(n) split across the threads; `per_item` elements per index
     (e.g. a row's length) count toward `min_elements`. `work` must write only its own chunk."""
@@ -107,7 +114,7 @@ def map_chunks(work, n, min_elements=MIN_ELEMENTS, per_item=1):
     _run_chunks([partial(work, start, stop) for start, stop in chunk_bounds(n, _state["threads"])])
 
 
-def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS):
+def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS, block_elements=None):
     """`function` (an autograd Function) with its forward and backward run on chunks of rows, one
     chunk per thread.
 
@@ -121,36 +128,52 @@ def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS):
     runs as it is, on the call's context. Raise `min_elements` for a Function that is a few light
     passes over memory (LayerNorm, pooling): two cores share one memory bus and cache, so such work
     gains little from a second thread until the arrays are large, and joining the chunks costs a copy.
+
+    `block_elements`, where given, also cuts each thread's rows (one thread's too) into blocks of about
+    that many elements, run one after the other, each on a context of its own: a Function of many
+    numpy passes over its whole input (GELU) then reads and writes a block that stays in the core's
+    level-2 cache, instead of memory, in every pass.
     """
     from .autograd import Function, Context, Tensor, fit_gradient  # module 03: not at import, so that
     # tt.set_num_threads works in a learner's package before notebook 03 is exported
 
     def forward(ctx, *args):
         ctx.parts = None
-        if _state["pool"] is None:  # one thread: nothing to decide
+        if _state["pool"] is None and block_elements is None:  # one thread, no blocks: nothing to decide
             return function.forward(ctx, *args)
         cut = [args[i] for i in split if args[i] is not None]
         rows = cut[0].shape[0] if cut[0].shape else 0
-        if (not _split_now(rows, math.prod(cut[0].shape), min_elements) or any(a.shape[0] != rows for a in cut)
-                or (can_split is not None and not can_split(*args))):
+        if rows < 2 or any(a.shape[0] != rows for a in cut) or (can_split is not None and not can_split(*args)):
             return function.forward(ctx, *args)
-        ctx.parts = [(start, stop, Context(function)) for start, stop in chunk_bounds(rows, _state["threads"])]
+        elements = math.prod(cut[0].shape)
+        threads = _state["threads"] if _split_now(rows, elements, min_elements) else 1
+        block = max(1, block_elements * rows // elements) if block_elements else rows  # rows per block
+        if threads == 1 and block >= rows:
+            return function.forward(ctx, *args)
+        ctx.parts = [[(b, min(b + block, stop), Context(function)) for b in range(start, stop, block)]
+                     for start, stop in chunk_bounds(rows, threads)]
 
-        def run(start, stop, part):
-            chunk = [a[start:stop] if i in split and a is not None else a for i, a in enumerate(args)]
-            return function.forward(part, *chunk)._numpy()
-        return Tensor._from_array(np.concatenate(_run_chunks([partial(run, *part) for part in ctx.parts])))
+        def run(blocks):
+            outputs = []
+            for start, stop, part in blocks:
+                chunk = [a[start:stop] if i in split and a is not None else a for i, a in enumerate(args)]
+                outputs.append(function.forward(part, *chunk)._numpy())
+            return outputs
+        return Tensor._from_array(np.concatenate(sum(_run_parts(run, ctx.parts), [])))
 
     def backward(ctx, grad):
         if ctx.parts is None:
             return function.backward(ctx, grad)
 
-        def run(start, stop, part):
-            part.needs_input_grad = ctx.needs_input_grad
-            grads = function.backward(part, grad[start:stop])
-            return grads if isinstance(grads, tuple) else (grads,)
+        def run(blocks):
+            results = []
+            for start, stop, part in blocks:
+                part.needs_input_grad = ctx.needs_input_grad
+                grads = function.backward(part, grad[start:stop])
+                results.append(grads if isinstance(grads, tuple) else (grads,))
+            return results
         joined = []
-        for i, (t, grads) in enumerate(zip(ctx.inputs, zip(*_run_chunks([partial(run, *p) for p in ctx.parts])))):
+        for i, (t, grads) in enumerate(zip(ctx.inputs, zip(*sum(_run_parts(run, ctx.parts), [])))):
             if grads[0] is None:
                 joined.append(None)
             elif i in split:
