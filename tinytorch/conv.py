@@ -254,10 +254,10 @@ class MaxPool2dFunction(Function):
         ### BEGIN SOLUTION
         padded = _pad(a, padding, -np.inf)                              # a padded element never wins
         view = _windows(padded, kernel, stride, dilation)              # (N, C, OH, OW, KH, KW), no copy
-        kw = kernel[1]
+        kh, kw = kernel
         out = view[:, :, :, :, 0, 0].copy()                             # tap 0 of every window
         chosen = np.zeros(out.shape, np.intp)                           # which tap holds the maximum
-        for k in range(1, kernel[0] * kw):                              # row-major, as the backward
+        for k in range(1, kh * kw):                                     # row-major, as the backward
             p, q = divmod(k, kw)
             tap = view[:, :, :, :, p, q]
             wins = tap > out                                            # strictly: a tie keeps the first
