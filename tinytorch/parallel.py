@@ -85,7 +85,10 @@ def _as_chunk(call):
 
 def _run_chunks(calls):
     """Run the argument-less `calls`, the first on this thread and the others on the pool; wait for
-    all of them and return their results in order (a worker's exception is re-raised here)."""
+    all of them and return their results in order (a worker's exception is re-raised here). A single
+    call just runs here, as unchunked work does."""
+    if len(calls) == 1:
+        return [calls[0]()]
     _set_blas_threads(1)
     try:
         futures = [_state["pool"].submit(_as_chunk, call) for call in calls[1:]]
@@ -96,13 +99,6 @@ def _run_chunks(calls):
     finally:
         _set_blas_threads(_state["threads"])
     return [first, *rest]
-
-
-def _run_parts(run, parts):
-    """`run(part)` for each thread's part: on the pool when there are several, else here."""
-    if len(parts) == 1:
-        return [run(parts[0])]
-    return _run_chunks([partial(run, part) for part in parts])
 
 
 def map_chunks(work, n, min_elements=MIN_ELEMENTS, per_item=1):
@@ -159,7 +155,7 @@ def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS, 
                 chunk = [a[start:stop] if i in split and a is not None else a for i, a in enumerate(args)]
                 outputs.append(function.forward(part, *chunk)._numpy())
             return outputs
-        return Tensor._from_array(np.concatenate(sum(_run_parts(run, ctx.parts), [])))
+        return Tensor._from_array(np.concatenate(sum(_run_chunks([partial(run, p) for p in ctx.parts]), [])))
 
     def backward(ctx, grad):
         if ctx.parts is None:
@@ -173,7 +169,7 @@ def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS, 
                 results.append(grads if isinstance(grads, tuple) else (grads,))
             return results
         joined = []
-        for i, (t, grads) in enumerate(zip(ctx.inputs, zip(*sum(_run_parts(run, ctx.parts), [])))):
+        for i, (t, grads) in enumerate(zip(ctx.inputs, zip(*sum(_run_chunks([partial(run, p) for p in ctx.parts]), [])))):
             if grads[0] is None:
                 joined.append(None)
             elif i in split:
