@@ -2,7 +2,9 @@
 
 The issue's layer: conv2d forward + backward of a (32, 16, 28, 28) float32 input with 32 filters of
 3 x 3 (padding 1), and one training step of milestone 08's CNN (batch 64), TinyTorch against PyTorch
-on the same number of threads (1 and 2). Also checks that the window view allocates nothing.
+on the same number of threads (1 and 2). Also checks that the window view allocates nothing, and
+times the layer's three matrix products alone, against PyTorch's whole layer: no im2col on numpy's
+BLAS can be faster than that floor on the machine at hand.
 The "loops" variant loops over output positions and kernel taps in Python (numpy does each step over
 batch and channels); the fully scalar definition would take minutes. Ratios are measured in one
 process, TinyTorch and PyTorch called alternately (`--rounds` timed calls each, each after an untimed
@@ -51,6 +53,22 @@ def loops_forward_backward(x, w, g):
                     gw[:, :, p, q] += g[:, :, i, j].T @ patch
                     gxp[:, :, i + p, j + q] += g[:, :, i, j] @ w[:, :, p, q]
     return out, gxp[:, :, 1:-1, 1:-1], gw
+
+
+def products_alone(x, w, g):
+    """The three matrix products of im2col's forward + backward on this layer, with nothing else: a
+    floor for the layer's time on numpy's BLAS (the forward W @ cols, the weight gradient cols @ G.T
+    as module 08 computes it, the input gradient's columns W.T @ G)."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    cols = np.resize(x, (c * kh * kw, h * wd * n))  # im2col's shape, filled with x's numbers
+    w2, gmat = w.reshape(o, -1), np.ascontiguousarray(g.transpose(1, 2, 3, 0)).reshape(o, -1)
+
+    def run():
+        w2 @ cols
+        cols @ gmat.T
+        w2.T @ gmat
+    return run
 
 
 def main():
@@ -118,12 +136,14 @@ def main():
             loss.backward()
             toptimizer.step()
 
+    products = products_alone(x, w, g)
     loops = paired(lambda: loops_forward_backward(x, w, g), None, 1)[0]
     print(f"conv2d forward + backward, (32, 16, 28, 28) input, 32 filters 3 x 3, padding 1:")
     print(f"  loops over positions and taps: {1e3 * loops:.0f} ms")
     for threads in (1, 2):
         with set_threads(threads, torch):
             mine, them, ratio, quartiles = paired(ours, theirs if torch else None, args.rounds)
+            floor, _, floor_ratio, _ = paired(products, theirs if torch else None, args.rounds)
             mine_step, them_step, step_ratio, step_quartiles = paired(our_step, their_step if torch else None,
                                                                       args.rounds)
         line = f"  {threads} thread(s): im2col {1e3 * mine:.1f} ms ({loops / mine:.0f}x faster than the loops)"
@@ -133,7 +153,11 @@ def main():
                      f"{quartiles[0]:.2f}-{quartiles[1]:.2f}; target 1.5x)")
             step += (f", PyTorch {1e3 * them_step:.1f} ms: {step_ratio:.2f}x (quartiles {step_quartiles[0]:.2f}-"
                      f"{step_quartiles[1]:.2f}; target 1.5x)")
+        floor_line = f"  {threads} thread(s): its three matrix products alone {1e3 * floor:.1f} ms"
+        if torch is not None:
+            floor_line += f", {floor_ratio:.2f}x PyTorch's whole layer: the floor of im2col on numpy's BLAS here"
         print(line)
+        print(floor_line)
         print(step)
 
 
