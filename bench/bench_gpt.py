@@ -9,14 +9,19 @@ ratio TinyTorch / PyTorch of the step time, with 1 and with 2 threads (BLAS thre
 the median of the per-step ratios, with its quartiles (this machine's speed drifts within seconds;
 alternating cancels most of it).
 Targets: at most 1.0x with 1 thread, 1.15x with 2; loss curves equal to 1e-3.
+`--by-op` prints instead where a 1-thread step goes: TinyTorch's time in its Functions (matrix products,
+attention, GELU, LayerNorm, cross-entropy) against PyTorch's self time in the matching ops
+(torch.profiler), in ms per step.
 
-    .venv/bin/python bench/bench_gpt.py [--steps 20] [--rounds 3] [--threads 1 2]
+    .venv/bin/python bench/bench_gpt.py [--steps 20] [--rounds 3] [--threads 1 2] [--by-op]
 
 PyTorch is optional (`pip install torch==2.13.0`); without it the script times TinyTorch alone.
 The script first prints which OpenBLAS kernel numpy runs: where OPENBLAS_CORETYPE forces an older
 kernel than the CPU's own (PyTorch ignores that variable), it says so and how to compare like with like.
 """
 import argparse
+import collections
+import contextlib
 import itertools
 import statistics
 import time
@@ -88,6 +93,7 @@ def parse_args(doc, steps=20):
     parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--by-op", action="store_true", help="where a 1-thread step goes, op by op")
     return parser.parse_args()
 
 
@@ -129,10 +135,94 @@ def paired(ours, theirs, rounds):
     return statistics.median(mine), statistics.median(other), statistics.median(ratios), (q1, q3)
 
 
+# groups of a step's work: TinyTorch's Functions, and PyTorch's ops that do the same
+OP_GROUPS = (
+    ("matrix products", ("LinearFunction", "MatMul"), ("aten::mm", "aten::addmm", "aten::bmm")),
+    ("attention", ("AttentionFunction",), ("aten::_scaled_dot_product_flash_attention_for_cpu",
+                                           "aten::_scaled_dot_product_flash_attention_for_cpu_backward")),
+    ("GELU", ("GELUFunction",), ("aten::gelu", "aten::gelu_backward")),
+    ("LayerNorm", ("LayerNormFunction",), ("aten::native_layer_norm", "aten::native_layer_norm_backward")),
+    ("cross-entropy", ("CrossEntropyFunction",), ("aten::_log_softmax", "aten::_log_softmax_backward_data",
+                                                  "aten::nll_loss_forward", "aten::nll_loss_backward")),
+)
+
+
+@contextlib.contextmanager
+def function_times():
+    """Inside, time every TinyTorch Function's forward and backward; yields {class name: seconds}. The
+    time is each call's own: a Function that runs another (split_rows's wrappers) is not charged twice."""
+    from tinytorch.autograd import Function
+    times, open_calls, patched = collections.Counter(), [], []
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    def clocked(name, method):
+        def call(*args):
+            open_calls.append(0.0)  # the time of the calls this one makes
+            started = time.perf_counter()
+            try:
+                return method(*args)
+            finally:
+                spent = time.perf_counter() - started
+                times[name] += spent - open_calls.pop()
+                if open_calls:
+                    open_calls[-1] += spent
+        return staticmethod(call)
+
+    for cls in set(subclasses(Function)):
+        for name in ("forward", "backward"):
+            if isinstance(cls.__dict__.get(name), staticmethod):
+                patched.append((cls, name, cls.__dict__[name]))
+                setattr(cls, name, clocked(cls.__name__, cls.__dict__[name].__func__))
+    try:
+        yield times
+    finally:
+        for cls, name, original in patched:
+            setattr(cls, name, original)
+
+
+def by_op(tt_step, th_step, data, torch=None):
+    """Print where a 1-thread step goes, in ms per step (means over `data`, after an untimed step):
+    TinyTorch's time in each group of Functions and PyTorch's self time in the group's ops
+    (torch.profiler), each measured with its instrument on; "everything else" is the step less the groups."""
+    with set_threads(1, torch):
+        tt_step(*data[-1])
+        with function_times() as times:
+            steps, _ = timed(tt_step, data)
+        columns = [[sum(times[f] for f in functions) / len(data) for _, functions, _ in OP_GROUPS] + [
+            statistics.mean(steps)]]
+        if th_step is not None:
+            th_step(*data[-1])
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+                steps, _ = timed(th_step, data)
+            self_us = collections.Counter({e.key: e.self_cpu_time_total for e in profile.key_averages()})
+            columns.append([sum(self_us[op] for op in ops) / 1e6 / len(data) for _, _, ops in OP_GROUPS] + [
+                statistics.mean(steps)])
+    names = [name for name, _, _ in OP_GROUPS] + ["everything else", "the step"]
+    for column in columns:
+        column.insert(-1, column[-1] - sum(column[:-1]))
+    print(f"where a 1-thread step goes, ms per step over {len(data)} steps (each framework under its profiler):")
+    print(f"  {'':18}{'TinyTorch':>10}" + (f"{'PyTorch':>10}{'ratio':>8}" if len(columns) > 1 else ""))
+    for i, name in enumerate(names):
+        line = f"  {name:18}{columns[0][i] * 1e3:10.1f}"
+        if len(columns) > 1:
+            line += f"{columns[1][i] * 1e3:10.1f}"
+            if i < len(OP_GROUPS) and columns[1][i] > 0:  # the profiler's own cost lands in the last two rows
+                line += f"{columns[0][i] / columns[1][i]:7.2f}x"
+        print(line)
+
+
 def compare(tt_step, th_step, data, args, tol=1e-3, torch=None):
     """The harness of every GPT benchmark: loss curves of both steps from the same weights (1 thread),
     then the step times of both, alternating step by step (`paired`), per thread count. Returns the
-    ratios TinyTorch / PyTorch (medians of the per-step ratios)."""
+    ratios TinyTorch / PyTorch (medians of the per-step ratios). With `--by-op`, prints where a step
+    goes instead (`by_op`) and returns {}."""
+    if args.by_op:
+        by_op(tt_step, th_step, data, torch)
+        return {}
     if th_step is not None:
         with set_threads(1, torch):
             _, a = timed(tt_step, data)
