@@ -199,7 +199,8 @@ class Conv2dFunction(Function):
         return conv2d_backward(ctx, _images_last(grad))  # the next exercise; grad stored images last, as cols
 
 
-_ThreadedConv2d = split_rows(Conv2dFunction)  # images split over tt.set_num_threads(n) threads (module 07)
+# images split over tt.set_num_threads(n) threads (module 07), from 4,096 input numbers up (Part 7 says why)
+_ThreadedConv2d = split_rows(Conv2dFunction, min_elements=1 << 12)
 
 # %% ../modules/08_conv/08_conv.ipynb #8c77129c
 def conv2d_backward(ctx, grad):
