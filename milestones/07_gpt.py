@@ -23,6 +23,7 @@ PYTHON_MARKERS = ("def ", "self.", "return", "\n    ")
 
 import argparse
 import json
+import os
 from pathlib import Path
 import pickle
 import time
@@ -37,6 +38,11 @@ def corpus(max_chars=None):
     tok = CharTokenizer(train_text, byte_fallback=False)
     encode = lambda text: np.array([tok.stoi[c] for c in text if c in tok.stoi], dtype=np.int64)
     return tok, encode(train_text), encode(val_text)
+
+
+def _cores():
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def steps_for(step, seconds, probe=6):
@@ -147,15 +153,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="./learn milestone 07", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="training time (default 10)")
     parser.add_argument("--fresh", action="store_true", help="start over instead of resuming a stopped run")
-    parser.add_argument("--threads", type=int, default=None, help="BLAS threads (default: all cores)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads: numpy's BLAS and tinytorch's pool (module 07; default: all cores)")
     parser.add_argument("--max-chars", type=int, default=None, help="use only this much of the corpus")
     parser.add_argument("--sample-chars", type=int, default=400, help="length of the sample at the end")
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
+    import tinytorch
     from tinytorch.transformer import unigram_loss
 
     out = Path("artifacts")
-    with threadpool_limits(args.threads):
+    threads = args.threads or _cores()
+    with threadpool_limits(threads):
+        tinytorch.set_num_threads(threads)  # the pool splits the elementwise work too, not only the products
         try:
             result = train(out, minutes=args.minutes, max_chars=args.max_chars, fresh=args.fresh)
         except KeyboardInterrupt:

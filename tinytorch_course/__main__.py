@@ -106,7 +106,7 @@ def main(argv=None):
                                 "cnn: module 08's CNN on the digits")
     milestone.add_argument("--epochs", type=int, default=None, help="digits (default 40), cnn (default 25): training epochs")
     milestone.add_argument("--minutes", type=float, default=10.0, help="gpt: training budget per framework")
-    milestone.add_argument("--threads", type=int, default=2, help="gpt: BLAS / PyTorch threads")
+    milestone.add_argument("--threads", type=int, default=2, help="gpt: threads for each framework (TinyTorch: BLAS and its pool)")
     milestone.add_argument("--max-chars", type=int, default=None, help="gpt: limit the corpus")
     milestone.add_argument("--framework", choices=["both", "tinytorch", "torch"], default="both",
                            help="gpt: train with TinyTorch, PyTorch, or both (PyTorch is optional)")

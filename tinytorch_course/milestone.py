@@ -94,13 +94,15 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
     """Module 07's milestone: the default GPT trained for `minutes` on Python's standard library.
 
     Trains with TinyTorch and (if installed) PyTorch, from the same initial weights, on the same batches,
-    for the same wall-clock budget each, with `threads` BLAS/PyTorch threads; compares the final
+    for the same wall-clock budget each, with `threads` threads each (TinyTorch: numpy's BLAS and its own
+    pool, `tinytorch.set_num_threads`; PyTorch: `torch.set_num_threads`); compares the final
     validation losses (target: TinyTorch within 0.1 nats/char of PyTorch) and prints samples.
     Writes artifacts/milestone-gpt.json and artifacts/milestone-gpt.png.
     """
     import json
     import numpy as np
     from threadpoolctl import threadpool_limits
+    import tinytorch
     from tinytorch.tensor_base import manual_seed
     from tinytorch.transformer import GPT, get_batch, unigram_loss
 
@@ -119,8 +121,14 @@ def gpt(root, minutes=10.0, frameworks=("tinytorch", "torch"), threads=2, max_ch
     out = Path(root) / "artifacts"
     with threadpool_limits(threads):
         if "tinytorch" in frameworks:
-            run = ms["train"](out, minutes=minutes, batch=batch, lr=lr, warmup=warmup, weights=weights,
-                              eval_every=eval_every, fresh=True, data=data, log=lambda m: log("tinytorch " + m.strip()))
+            pool = tinytorch.get_num_threads()
+            tinytorch.set_num_threads(threads)  # its pool as well as BLAS, as PyTorch uses its threads
+            try:
+                run = ms["train"](out, minutes=minutes, batch=batch, lr=lr, warmup=warmup, weights=weights,
+                                  eval_every=eval_every, fresh=True, data=data,
+                                  log=lambda m: log("tinytorch " + m.strip()))
+            finally:
+                tinytorch.set_num_threads(pool)
             results["tinytorch"] = {"val_loss": run["val_loss"], "steps": run["steps"], "seconds": run["seconds"],
                                     "sample": ms["sample"](run, 400)}
             histories["tinytorch"] = run["history"]
