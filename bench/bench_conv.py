@@ -18,7 +18,9 @@ then page-faults its im2col matrices (megabytes) back in. `--default-malloc` mea
 
 OpenBLAS's idle threads are told to sleep at once (`OPENBLAS_THREAD_TIMEOUT=4`, unless set): by
 default they spin for about 0.1 s after each threaded product, and on two cores they then took one of
-the cores PyTorch's next step needed (its 2-thread CNN step measured 25-29 ms instead of 13).
+the cores PyTorch's next step needed (its 2-thread CNN step measured 25-29 ms instead of 13). It also
+hides what that spinning does to TinyTorch's own chunks after a product left whole: time a 2-thread
+TinyTorch step in a process of its own for that (module 08, Part 7).
 
     .venv/bin/python bench/bench_conv.py [--rounds 30] [--default-malloc]
 """
