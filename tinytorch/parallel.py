@@ -101,6 +101,14 @@ def _run_chunks(calls):
     return [first, *rest]
 
 
+def _each_block(parts, call):
+    """`call(start, stop, context)` for every block of `parts` (one list of blocks per thread), each
+    thread's blocks one after the other on its thread; returns the results of all blocks, in order."""
+    def run(blocks):
+        return [call(*block) for block in blocks]
+    return sum(_run_chunks([partial(run, blocks) for blocks in parts]), [])
+
+
 def map_chunks(work, n, min_elements=MIN_ELEMENTS, per_item=1):
     """Run `work(start, stop)` over range(n) split across the threads; `per_item` elements per index
     (e.g. a row's length) count toward `min_elements`. `work` must write only its own chunk."""
@@ -149,27 +157,21 @@ def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS, 
         ctx.parts = [[(b, min(b + block, stop), Context(function)) for b in range(start, stop, block)]
                      for start, stop in chunk_bounds(rows, threads)]
 
-        def run(blocks):
-            outputs = []
-            for start, stop, part in blocks:
-                chunk = [a[start:stop] if i in split and a is not None else a for i, a in enumerate(args)]
-                outputs.append(function.forward(part, *chunk)._numpy())
-            return outputs
-        return Tensor._from_array(np.concatenate(sum(_run_chunks([partial(run, p) for p in ctx.parts]), [])))
+        def block_forward(start, stop, part):
+            chunk = [a[start:stop] if i in split and a is not None else a for i, a in enumerate(args)]
+            return function.forward(part, *chunk)._numpy()
+        return Tensor._from_array(np.concatenate(_each_block(ctx.parts, block_forward)))
 
     def backward(ctx, grad):
         if ctx.parts is None:
             return function.backward(ctx, grad)
 
-        def run(blocks):
-            results = []
-            for start, stop, part in blocks:
-                part.needs_input_grad = ctx.needs_input_grad
-                grads = function.backward(part, grad[start:stop])
-                results.append(grads if isinstance(grads, tuple) else (grads,))
-            return results
+        def block_backward(start, stop, part):
+            part.needs_input_grad = ctx.needs_input_grad
+            grads = function.backward(part, grad[start:stop])
+            return grads if isinstance(grads, tuple) else (grads,)
         joined = []
-        for i, (t, grads) in enumerate(zip(ctx.inputs, zip(*sum(_run_chunks([partial(run, p) for p in ctx.parts]), [])))):
+        for i, (t, grads) in enumerate(zip(ctx.inputs, zip(*_each_block(ctx.parts, block_backward)))):
             if grads[0] is None:
                 joined.append(None)
             elif i in split:
