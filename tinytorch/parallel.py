@@ -109,6 +109,22 @@ def _each_block(parts, call):
     return sum(_run_chunks([partial(run, blocks) for blocks in parts]), [])
 
 
+class _RowsOut:
+    """A (rows, ...) array that blocks of rows are copied into, each by the thread that made it, right
+    after making it: the copy reads the block while it is still in that core's cache, the threads copy
+    at once, and each block's own array is freed at once. Made by the first block to arrive."""
+
+    def __init__(self, rows):
+        self.rows, self.array, self._lock = rows, None, threading.Lock()
+
+    def put(self, start, stop, block):
+        if self.array is None:
+            with self._lock:
+                if self.array is None:
+                    self.array = np.empty((self.rows,) + block.shape[1:], block.dtype)
+        self.array[start:stop] = block
+
+
 def map_chunks(work, n, min_elements=MIN_ELEMENTS, per_item=1):
     """Run `work(start, stop)` over range(n) split across the threads; `per_item` elements per index
     (e.g. a row's length) count toward `min_elements`. `work` must write only its own chunk."""
@@ -124,14 +140,15 @@ def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS, 
 
     The arguments at positions `split` (Tensors or numpy arrays of the same length; None is left as
     it is) are cut along dim 0, the others go whole to every chunk. Each chunk runs
-    `function.forward` on a context of its own, and the results are joined along dim 0; backward
-    runs each chunk's `function.backward` on its rows of the gradient, joins the gradients of the
-    cut inputs and adds up those of the others (a LayerNorm's weight). That is only right when rows
-    do not interact, which `can_split(*args)` checks for each call (softmax along dim 0 is not).
-    With one thread, inputs of fewer than `min_elements` elements or `can_split` false, `function`
-    runs as it is, on the call's context. Raise `min_elements` for a Function that is a few light
-    passes over memory (LayerNorm, pooling): two cores share one memory bus and cache, so such work
-    gains little from a second thread until the arrays are large, and joining the chunks costs a copy.
+    `function.forward` on a context of its own, and the results are joined along dim 0 (each thread
+    copies its own, see `_RowsOut`); backward runs each chunk's `function.backward` on its rows of
+    the gradient, joins the gradients of the cut inputs the same way and adds up those of the others
+    (a LayerNorm's weight). That is only right when rows do not interact, which `can_split(*args)`
+    checks for each call (softmax along dim 0 is not). With one thread, inputs of fewer than
+    `min_elements` elements or `can_split` false, `function` runs as it is, on the call's context.
+    Raise `min_elements` for a Function that is a few light passes over memory (LayerNorm, pooling):
+    two cores share one memory bus and cache, so such work gains little from a second thread until the
+    arrays are large.
 
     `block_elements`, where given, also cuts each thread's rows (one thread's too) into blocks of about
     that many elements, run one after the other, each on a context of its own: a Function of many
@@ -157,27 +174,37 @@ def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS, 
         ctx.parts = [[(b, min(b + block, stop), Context(function)) for b in range(start, stop, block)]
                      for start, stop in chunk_bounds(rows, threads)]
 
+        out = _RowsOut(rows)
+
         def block_forward(start, stop, part):
             chunk = [a[start:stop] if i in split and a is not None else a for i, a in enumerate(args)]
-            return function.forward(part, *chunk)._numpy()
-        return Tensor._from_array(np.concatenate(_each_block(ctx.parts, block_forward)))
+            out.put(start, stop, function.forward(part, *chunk)._numpy())
+        _each_block(ctx.parts, block_forward)
+        return Tensor._from_array(out.array)
 
     def backward(ctx, grad):
         if ctx.parts is None:
             return function.backward(ctx, grad)
 
+        outs = {i: _RowsOut(grad.shape[0]) for i in split}
+
         def block_backward(start, stop, part):
+            """The block's gradients of the cut inputs go into `outs`; those of the others are returned."""
             part.needs_input_grad = ctx.needs_input_grad
             grads = function.backward(part, grad[start:stop])
-            return grads if isinstance(grads, tuple) else (grads,)
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            for i in split:
+                if grads[i] is not None:
+                    outs[i].put(start, stop, np.asarray(grads[i]))
+            return tuple(None if i in split else g for i, g in enumerate(grads))
+        blocks = _each_block(ctx.parts, block_backward)
         joined = []
-        for i, (t, grads) in enumerate(zip(ctx.inputs, zip(*_each_block(ctx.parts, block_backward)))):
-            if grads[0] is None:
-                joined.append(None)
-            elif i in split:
-                joined.append(np.concatenate(grads))
+        for i, t in enumerate(ctx.inputs):
+            if i in split:
+                joined.append(outs[i].array)
             else:
-                joined.append(sum(fit_gradient(g, t) for g in grads))
+                grads = [block[i] for block in blocks]
+                joined.append(None if grads[0] is None else sum(fit_gradient(g, t) for g in grads))
         return tuple(joined)
 
     return type(function.__name__, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward),
