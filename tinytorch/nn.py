@@ -23,7 +23,7 @@ import numpy as np
 from .tensor_base import Tensor as BaseTensor, default_generator
 from .autograd import Function, Tensor, as_array, no_grad
 from .strides import wrap_dim
-from .parallel import MIN_ELEMENTS_LIGHT, map_chunks, split_rows
+from .parallel import map_chunks, split_rows
 from . import _later_attribute
 
 
@@ -1106,10 +1106,9 @@ class LayerNormFunction(Function):
         ### END SOLUTION
 
 
-# LayerNorm is a few light passes over memory: on two threads it was slower below a million elements
-# (0.85x at (32, 64, 128)), so only larger inputs are split (module 07)
-_ThreadedLayerNorm = split_rows(LayerNormFunction, can_split=lambda x, w, b, shape, eps: x.ndim > len(shape),
-                                min_elements=MIN_ELEMENTS_LIGHT)
+# rows split over tt.set_num_threads(n) threads (module 07): in a model, each thread then normalises
+# the rows that it multiplies next, still in its core's cache
+_ThreadedLayerNorm = split_rows(LayerNormFunction, can_split=lambda x, w, b, shape, eps: x.ndim > len(shape))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):

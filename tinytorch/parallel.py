@@ -146,9 +146,8 @@ def split_rows(function, split=(0,), can_split=None, min_elements=MIN_ELEMENTS, 
     (a LayerNorm's weight). That is only right when rows do not interact, which `can_split(*args)`
     checks for each call (softmax along dim 0 is not). With one thread, inputs of fewer than
     `min_elements` elements or `can_split` false, `function` runs as it is, on the call's context.
-    Raise `min_elements` for a Function that is a few light passes over memory (LayerNorm, pooling):
-    two cores share one memory bus and cache, so such work gains little from a second thread until the
-    arrays are large.
+    Raise `min_elements` for a Function of a few light passes over memory that a second thread does
+    not speed up in the models that use it (pooling): two cores share one memory bus and cache.
 
     `block_elements`, where given, also cuts each thread's rows (one thread's too) into blocks of about
     that many elements, run one after the other, each on a context of its own: a Function of many
