@@ -219,3 +219,16 @@ def test_a_split_op_reports_errors_and_in_place_changes_as_the_whole_op(two_thre
     np.testing.assert_allclose(x.grad.numpy(), 2 * first, rtol=1e-6, err_msg="retain_graph: second backward")
     with pytest.raises(RuntimeError, match="second time"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("size, expected", [("512K", 512 << 10), ("1024K", 1 << 20), ("2M", 2 << 20), ("junk", None)])
+def test_the_level2_cache_is_read_from_linux_and_sets_gelus_blocks(tmp_path, size, expected):
+    """Blocks for GELU (CACHE_BLOCK_ELEMENTS) only where a core's level-2 cache is under 1 MiB."""
+    for index, (level, text) in enumerate([("1", "32K"), ("1", "32K"), ("2", size), ("3", "32768K")]):
+        (tmp_path / f"index{index}").mkdir()
+        (tmp_path / f"index{index}" / "level").write_text(level + "\n")
+        (tmp_path / f"index{index}" / "size").write_text(text + "\n")
+    assert parallel._level2_cache_bytes(str(tmp_path)) == expected
+    assert parallel._level2_cache_bytes(str(tmp_path / "missing")) is None
+    here = parallel._level2_cache_bytes()
+    assert parallel.CACHE_BLOCK_ELEMENTS == (1 << 17 if here and here < 1 << 20 else None)

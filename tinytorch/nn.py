@@ -23,7 +23,7 @@ import numpy as np
 from .tensor_base import Tensor as BaseTensor, default_generator
 from .autograd import Function, Tensor, as_array, no_grad
 from .strides import wrap_dim
-from .parallel import map_chunks, split_rows
+from .parallel import CACHE_BLOCK_ELEMENTS, map_chunks, split_rows
 from . import _later_attribute
 
 
@@ -758,8 +758,9 @@ class GELUFunction(Function):
         ### END SOLUTION
 
 
-# its rows split over tt.set_num_threads(n) threads, each thread's in blocks that stay in the cache (module 07)
-_ThreadedGELU = split_rows(GELUFunction, block_elements=1 << 17)
+# its rows split over tt.set_num_threads(n) threads, each thread's in blocks that stay in the cache where
+# a core's cache is small (module 07)
+_ThreadedGELU = split_rows(GELUFunction, block_elements=CACHE_BLOCK_ELEMENTS)
 
 
 def gelu(x, approximate="none"):
