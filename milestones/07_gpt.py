@@ -45,8 +45,11 @@ def _cores():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def steps_for(step, seconds, probe=6):
-    """How many steps of `step()` fit in `seconds` (the median of a few probe steps)."""
+def steps_for(step, seconds, probe=6, warmup=2):
+    """How many steps of `step()` fit in `seconds`: the median of `probe` timed steps, after `warmup`
+    untimed ones (a fresh process's first steps are slower: first allocations, threads starting)."""
+    for _ in range(warmup):
+        step()
     times = []
     for _ in range(probe):
         t = time.perf_counter()

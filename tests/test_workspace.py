@@ -327,6 +327,23 @@ def test_plain_nbdev_export_builds_the_package_in_the_workspace(workspace):
     assert run.stdout.split() == ["True", "True"], run.stderr
 
 
+def test_the_gpt_milestone_plans_its_steps_from_warm_steps():
+    """`steps_for` times steps only after untimed warm-up steps: a fresh process's first steps are
+    slower, and timing them planned too few steps for the budget (the run then ended early)."""
+    import runpy
+    import time
+    steps_for = runpy.run_path(str(REPO / "milestones" / "07_gpt.py"))["steps_for"]
+    calls = []
+
+    def step():
+        calls.append(None)
+        time.sleep(0.1 if len(calls) <= 3 else 0.01)  # three slow first steps, then 10 ms each
+
+    planned = steps_for(step, 1.0)
+    assert len(calls) == 8, f"{len(calls)} steps run: expected 2 untimed and 6 timed"
+    assert 60 <= planned <= 100, f"{planned} steps of about 10 ms planned for 1 s"
+
+
 def test_the_course_gpt_milestone_runs_the_kits_training(tmp_path):
     """`./course milestone gpt` (shortened, TinyTorch only) trains through milestones/07_gpt.py."""
     from tinytorch_course.milestone import gpt
