@@ -33,6 +33,8 @@ __all__ = ["set_num_threads", "get_num_threads", "map_chunks", "split_rows", "MI
 MIN_ELEMENTS = 1 << 16
 MIN_ELEMENTS_LIGHT = 1 << 20  # for split_rows of light, memory-bound Functions (see there)
 _state = {"threads": 1, "pool": None, "blas": None}
+_lock = threading.Lock()
+_chunk = threading.local()  # .running: this thread runs a chunk already, so nested work stays on it
 
 
 def _level2_cache_bytes(base="/sys/devices/system/cpu/cpu0/cache"):
@@ -56,8 +58,6 @@ def _level2_cache_bytes(base="/sys/devices/system/cpu/cpu0/cache"):
 # of 2^17 floats paid where a core's level-2 cache is small (GELU 1.2x faster on AMD Zen 1, 512 KiB), and
 # lost where it is not (Zen 4, 1 MiB: the course GPT's step 1.05x PyTorch's whole, 1.07x in blocks)
 CACHE_BLOCK_ELEMENTS = 1 << 17 if (_level2_cache_bytes() or 0) in range(1, 1 << 20) else None
-_lock = threading.Lock()
-_chunk = threading.local()  # .running: this thread runs a chunk already, so nested work stays on it
 
 
 def get_num_threads():
