@@ -331,17 +331,19 @@ def test_the_gpt_milestone_plans_its_steps_from_warm_steps():
     """`steps_for` times steps only after untimed warm-up steps: a fresh process's first steps are
     slower, and timing them planned too few steps for the budget (the run then ended early)."""
     import runpy
-    import time
+    from types import SimpleNamespace
     steps_for = runpy.run_path(str(REPO / "milestones" / "07_gpt.py"))["steps_for"]
+    clock = SimpleNamespace(now=0.0)
+    steps_for.__globals__["time"] = SimpleNamespace(perf_counter=lambda: clock.now)  # a clock the steps move
     calls = []
 
     def step():
         calls.append(None)
-        time.sleep(0.1 if len(calls) <= 3 else 0.01)  # three slow first steps, then 10 ms each
+        clock.now += 0.25 if len(calls) <= 3 else 1 / 64  # three slow first steps, then 1/64 s each
 
     planned = steps_for(step, 1.0)
     assert len(calls) == 8, f"{len(calls)} steps run: expected 2 untimed and 6 timed"
-    assert 60 <= planned <= 100, f"{planned} steps of about 10 ms planned for 1 s"
+    assert planned == 64, f"{planned} steps planned for 1 s of 1/64 s steps"
 
 
 def test_the_course_gpt_milestone_runs_the_kits_training(tmp_path):
