@@ -440,17 +440,18 @@ def test_given_functions_against_torch_when_installed():
 
 
 def test_float32_erf_is_accurate_on_a_dense_grid():
-    """The given float32 erf (a rational approximation) against math.erf, everywhere that matters."""
+    """The given float32 erf (tanh of a polynomial) against math.erf, everywhere that matters."""
     from tinytorch.nn import _erf
-    x = np.concatenate([np.linspace(-7, 7, 140_001), [0.0, -0.0, 1e-30, -1e-30, 4.0, -4.0, 50.0, -50.0]])
+    x = np.concatenate([np.linspace(-7, 7, 140_001), [0.0, -0.0, 1e-30, -1e-30, 5.0, -5.0, 50.0, -50.0]])
     x32 = x.astype(np.float32)
     got = _erf(x32)
     want = np.array([math.erf(v) for v in x32.astype(np.float64)])
     assert got.dtype == np.float32 and got.shape == x32.shape
-    assert np.max(np.abs(got - want)) < 5e-7  # about 4 float32 roundings at 1; float32's eps is 1.2e-7
+    assert np.max(np.abs(got - want)) < 2.5e-7  # two float32 roundings at 1; float32's eps is 1.2e-7
     small = np.abs(x32) < 1e-3  # near 0 the error is relative: erf(x) ~ 2x/sqrt(pi)
     assert np.allclose(got[small], want[small], rtol=1e-6, atol=0)
     assert np.array_equal(got[-4:], np.float32([1, -1, 1, -1])) and np.all(np.abs(got) <= 1)
+    assert np.all(np.diff(got[:140_001]) >= 0)  # increasing, as erf is
     assert np.isnan(_erf(np.float32([np.nan]))).all()
     x64 = np.linspace(-5, 5, 1001)  # other dtypes keep the exact function
     assert np.allclose(_erf(x64), [math.erf(v) for v in x64], rtol=0, atol=1e-14)
