@@ -364,7 +364,7 @@ class BatchNormFunction(Function):
         h = grad if w is None else grad * w
         ### BEGIN SOLUTION
         if ctx.batch_stats:  # mean and var are functions of x too
-            grad_x = r * (h - h.mean(axis=axes, keepdims=True) - xhat * (h * xhat).mean(axis=axes, keepdims=True))
+            grad_x = r * (h - _per_channel_mean(h, keepdims=True) - xhat * _per_channel_mean(h * xhat, keepdims=True))
         else:                # constants: a per-channel scale
             grad_x = h * r
         ### END SOLUTION
@@ -384,6 +384,13 @@ def _per_channel_sum(a):
     along each channel's contiguous positions. Over all those axes at once, numpy's inner loop would
     run over one row of H*W numbers at a time."""
     return a.sum(axis=0).reshape(a.shape[1], -1).sum(axis=1)
+
+
+def _per_channel_mean(a, keepdims=False):
+    """`a.mean(axis=_channel_axes(a.ndim), keepdims=keepdims)`, by `_per_channel_sum`: about 5x faster on
+    a CNN's activations (numpy's `mean` over those axes also runs one row of H*W numbers at a time)."""
+    mean = _per_channel_sum(a) / (a.size // a.shape[1])
+    return mean.reshape((1, -1) + (1,) * (a.ndim - 2)) if keepdims else mean
 
 # %% ../modules/08_conv/08_conv.ipynb #b6675561
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
@@ -406,9 +413,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
     a = input.detach().numpy()  # the batch statistics: read, not recorded
     ### BEGIN SOLUTION
-    axes = _channel_axes(a.ndim)
-    mean = a.mean(axis=axes)
-    var = a.var(axis=axes)                       # biased: what normalises this batch
+    mean = _per_channel_mean(a, keepdims=True)   # (1, C, 1, 1): broadcasts against a
+    var = _per_channel_mean(np.square(a - mean)) # biased: what normalises this batch
+    mean = mean.reshape(channels)
     if running_mean is not None:
         _write(running_mean, (1 - momentum) * running_mean.numpy() + momentum * mean)
     if running_var is not None:                  # unbiased: an estimate of the population's
