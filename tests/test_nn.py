@@ -1,5 +1,6 @@
 """Module 04's package (tinytorch.nn): layers and losses against numpy, gradcheck, and torch if present."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -129,6 +130,27 @@ def test_layer_norm_matches_numpy_and_gradcheck(lead, n, k, seed):
     assert np.allclose(got.numpy(), expected)
     if n * 2 ** (k - 1) > 1:
         assert gradcheck(lambda *a: F.layer_norm(a[0], shape, a[1], a[2]), (t64(x), t64(w), t64(b)), atol=1e-4)
+
+
+@given(st.lists(st.integers(0, 4), max_size=4), st.integers(0, 4), st.sampled_from(["float32", "float64", "int64"]),
+       st.integers(0, 99))
+@settings(max_examples=60, deadline=None)
+def test_layer_norms_blas_mean_and_sum_are_numpys_mean_and_sum(shape, k, dtype, seed):
+    """The given helpers of LayerNorm (module 04): the same numbers as numpy's, on any axes they are given."""
+    from tinytorch.nn import _blas_mean, _blas_sum
+    a = (np.random.default_rng(seed).standard_normal(shape) * 10).astype(dtype)
+    k = min(k, a.ndim)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
+    for axes in {tuple(range(a.ndim - k, a.ndim)), tuple(range(k)), tuple(range(0, a.ndim, 2))}:
+        with warnings.catch_warnings():  # the mean over no elements is nan, with a warning
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want_mean, got_mean = a.mean(axis=axes, keepdims=True), _blas_mean(a, axes)
+        got_sum = _blas_sum(a, axes)
+        assert got_mean.shape == want_mean.shape and got_mean.dtype == want_mean.dtype
+        assert np.allclose(got_mean, want_mean, equal_nan=True, **tol)
+        want_sum = a.sum(axis=axes)
+        assert np.shape(got_sum) == want_sum.shape and got_sum.dtype == want_sum.dtype
+        assert np.allclose(got_sum, want_sum, **tol)
 
 
 def test_embedding_forward_and_repeated_index_gradient():
