@@ -141,16 +141,17 @@ def test_layer_norms_blas_mean_and_sum_are_numpys_mean_and_sum(shape, k, dtype, 
     a = (np.random.default_rng(seed).standard_normal(shape) * 10).astype(dtype)
     k = min(k, a.ndim)
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
-    for axes in {tuple(range(a.ndim - k, a.ndim)), tuple(range(k)), tuple(range(0, a.ndim, 2))}:
+    last = tuple(range(a.ndim - k, a.ndim))
+    for axes in {last, tuple(axis - a.ndim for axis in last), tuple(range(k)), tuple(range(0, a.ndim, 2))}:
         with warnings.catch_warnings():  # the mean over no elements is nan, with a warning
             warnings.simplefilter("ignore", RuntimeWarning)
             want_mean, got_mean = a.mean(axis=axes, keepdims=True), _blas_mean(a, axes)
-        got_sum = _blas_sum(a, axes)
         assert got_mean.shape == want_mean.shape and got_mean.dtype == want_mean.dtype
         assert np.allclose(got_mean, want_mean, equal_nan=True, **tol)
-        want_sum = a.sum(axis=axes)
-        assert np.shape(got_sum) == want_sum.shape and got_sum.dtype == want_sum.dtype
-        assert np.allclose(got_sum, want_sum, **tol)
+        for keepdims in (False, True):
+            want_sum, got_sum = a.sum(axis=axes, keepdims=keepdims), _blas_sum(a, axes, keepdims)
+            assert np.shape(got_sum) == want_sum.shape and got_sum.dtype == want_sum.dtype
+            assert np.allclose(got_sum, want_sum, **tol)
 
 
 def test_embedding_forward_and_repeated_index_gradient():
