@@ -54,6 +54,28 @@ def test_attention_gradients(shape, causal, seed):
     assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, is_causal=causal), inputs)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=2, max_size=4), st.sampled_from([1.0, 30.0, 1000.0]),
+       st.sampled_from(["float32", "float64"]), st.booleans(), st.integers(0, 2**31 - 1))
+def test_attentions_fast_softmax_is_the_exact_one(shape, spread, dtype, masked, seed):
+    """The given `_softmax_last` (module 06) shifts whole blocks by their maximum: rows far below their
+    block's best (spread 1000: the fallback to the row's own maximum), masked keys, and every key of a
+    row masked (NaN, as the exact softmax and PyTorch give) must come out as the row-by-row softmax."""
+    from tinytorch.attention import _softmax_last
+    rng = np.random.default_rng(seed)
+    s = (rng.standard_normal(shape) * spread).astype(dtype)
+    if masked and s.size:
+        s[rng.random(shape) < 0.3] = -np.inf
+    before = s.copy()
+    with np.errstate(invalid="ignore"):  # a row all -inf: -inf - (-inf)
+        want = np.exp(s - s.max(axis=-1, keepdims=True, initial=-np.inf))
+        want /= want.sum(axis=-1, keepdims=True)
+    got = _softmax_last(s)
+    assert got.dtype == s.dtype and got.shape == s.shape and np.array_equal(s, before, equal_nan=True)
+    tol = 1e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)  # NaN where want is NaN
+
+
 def test_causal_attention_ignores_the_future():
     rng = np.random.default_rng(0)
     m = MultiHeadAttention(16, 4, causal=True)

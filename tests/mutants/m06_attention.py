@@ -12,15 +12,13 @@ MUTANTS = [
     ("attention_function", "mask applied after the softmax",
      "        if bias is not None:\n"
      "            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)\n"
-     "        s -= s.max(axis=-1, keepdims=True)\n        np.exp(s, out=s)\n"
-     "        s *= 1 / s.sum(axis=-1, keepdims=True)\n",
-     "        s -= s.max(axis=-1, keepdims=True)\n        np.exp(s, out=s)\n"
-     "        s *= 1 / s.sum(axis=-1, keepdims=True)\n        if bias is not None:\n"
+     "        s = _softmax_last(s)\n",
+     "        s = _softmax_last(s)\n        if bias is not None:\n"
      "            s = s * (bias == 0)\n"),
     ("attention_function", "softmax without the max subtraction (overflows)",
-     "        s -= s.max(axis=-1, keepdims=True)\n", ""),
+     "        s = _softmax_last(s)\n", "        np.exp(s, out=s)\n        s *= 1 / s.sum(axis=-1, keepdims=True)\n"),
     ("attention_function", "softmax backward without the row-sum term",
-     "        dp -= p * dp.sum(axis=-1, keepdims=True)\n", ""),
+     "        dp -= p * _blas_sum(dp, (-1,), keepdims=True)\n", ""),
     ("attention_function", "key gradient without the scale",
      "        ds *= ctx.scale\n        grad_q = np.matmul(ds, ka)\n",
      "        grad_q = np.matmul(ds, ka) * ctx.scale\n"),
@@ -51,9 +49,10 @@ MUTANTS = [
     ("attention_function", "row maximum taken before the mask is added (large masked scores)",
      "        if bias is not None:\n"
      "            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)\n"
-     "        s -= s.max(axis=-1, keepdims=True)\n",
+     "        s = _softmax_last(s)\n",
      "        s -= s.max(axis=-1, keepdims=True)\n        if bias is not None:\n"
-     "            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)\n"),
+     "            s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else _add_in_place(s, bias)\n"
+     "        np.exp(s, out=s)\n        s *= 1 / s.sum(axis=-1, keepdims=True)\n"),
     ("attention_function", "value gradient without the dropout mask",
      "grad_v = np.matmul(np.swapaxes(pd, -1, -2), grad)", "grad_v = np.matmul(np.swapaxes(p, -1, -2), grad)"),
     ("mha", "attn_mask not passed on to the attention",
