@@ -645,7 +645,7 @@ def silu(x): return SiLUFunction.apply(x)
 # P(0) = 2/sqrt(pi) so that erf(x) ~ 2x/sqrt(pi) near 0) was fitted for this course by iteratively
 # reweighted least squares against math.erf on [0, 4.5]; in float64 it is within 8e-8 of erf, and
 # evaluated in float32 within 2e-7 (a float32 rounding step or two): tests/test_nn.py checks it against
-# math.erf on a dense grid. It costs 15 numpy operations at memory speed (numpy's float32 tanh is
+# math.erf on a dense grid. It costs 16 numpy operations at memory speed (numpy's float32 tanh is
 # vectorised too), where math.erf element by element costs a Python call per element and scipy's erf
 # works in float64.
 _ERF_P = (1.1283791670955126, 0.10276880770235913, -0.00019030196554715572, -0.0006214354740686822,
