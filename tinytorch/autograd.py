@@ -1072,7 +1072,6 @@ def _picks_each_once(index):
 class Index(Function):
     @staticmethod
     def forward(ctx, x, index):
-        ctx.shape = x.shape
         out = BaseTensor.__getitem__(x, index)
         return _view_of(out, x) if out.storage is x.storage else out
 
@@ -1080,7 +1079,7 @@ class Index(Function):
     def backward(ctx, grad):
         index = ctx.inputs[1]
         ### BEGIN SOLUTION
-        out = np.zeros(ctx.shape, dtype=grad.dtype)
+        out = np.zeros_like(as_array(ctx.inputs[0]), dtype=grad.dtype)  # laid out as x is
         index = _numpy_index(index)
         if _picks_each_once(index):
             out[index] = grad  # each position at most once: a plain (strided) write

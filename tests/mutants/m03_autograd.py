@@ -95,6 +95,9 @@ MUTANTS += [
     ("index_backward", "repeated indices written, not added",
      "            np.add.at(out, index, grad)  # repeated positions: the scatter-add sums them",
      "            out[index] = grad"),
+    ("index_backward", "zeros in C order, not laid out as x (a copy further back)",
+     "        out = np.zeros_like(as_array(ctx.inputs[0]), dtype=grad.dtype)",
+     "        out = np.zeros(ctx.inputs[0].shape, dtype=grad.dtype)"),
 ]
 MUTANTS += [
     ("context", "a saved number is checked for a version",
