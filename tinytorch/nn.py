@@ -372,6 +372,24 @@ def _check_linear(x, weight):
                            f"{tuple(weight.shape)} = (out_features, in_features))")
 
 
+def _blas_sum(a, axes, keepdims=False):
+    """`a.sum(axis=axes, keepdims=keepdims)`. Over the first axes (Linear's bias gradient, LayerNorm's
+    weight and bias gradients) or the last ones (LayerNorm's, a softmax's), a product with a vector of
+    ones: on rows of 64 to 512 numbers numpy's `sum` runs one short loop per row (or adds row after row),
+    and takes 2-10x as long as that one BLAS call."""
+    axes = tuple(axis + a.ndim if axis < 0 else axis for axis in axes)
+    k = len(axes)
+    if k and a.size and a.dtype.kind == "f":
+        kept = (1,) * k if keepdims else ()
+        if axes == tuple(range(a.ndim - k, a.ndim)):
+            rows = a.reshape(-1, math.prod(a.shape[a.ndim - k:]))
+            return (rows @ np.ones(rows.shape[1], a.dtype)).reshape(a.shape[:a.ndim - k] + kept)
+        if axes == tuple(range(k)):
+            rows = a.reshape(math.prod(a.shape[:k]), -1)
+            return (np.ones(rows.shape[0], a.dtype) @ rows).reshape(kept + a.shape[k:])
+    return a.sum(axis=axes, keepdims=keepdims)
+
+
 class LinearFunction(Function):
     @staticmethod
     def forward(ctx, x, weight, bias=None):
@@ -395,7 +413,7 @@ class LinearFunction(Function):
         g = grad.reshape(-1, grad.shape[-1])
         grad_x = (g @ weight.numpy()).reshape(x.shape) if need_x else None
         grad_w = g.T @ x.numpy().reshape(-1, x.shape[-1]) if need_w else None
-        grad_b = g.sum(axis=0) if need_b else None
+        grad_b = _blas_sum(g, (0,)) if need_b else None
         return grad_x, grad_w, grad_b
         ### END SOLUTION
 
@@ -1065,25 +1083,8 @@ class Flatten(Module):
 
 
 # %% ../modules/04_layers/04_layers.ipynb #1b8932a6
-def _blas_sum(a, axes, keepdims=False):
-    """`a.sum(axis=axes, keepdims=keepdims)`. Over the last axes (LayerNorm's, a softmax's) or the first
-    ones (LayerNorm's weight and bias gradients), a product with a vector of ones: on rows of 64 or 128
-    numbers numpy's `sum` runs one short loop per row, and takes 4-10x as long as that one BLAS call."""
-    axes = tuple(axis + a.ndim if axis < 0 else axis for axis in axes)
-    k = len(axes)
-    if k and a.size and a.dtype.kind == "f":
-        kept = (1,) * k if keepdims else ()
-        if axes == tuple(range(a.ndim - k, a.ndim)):
-            rows = a.reshape(-1, math.prod(a.shape[a.ndim - k:]))
-            return (rows @ np.ones(rows.shape[1], a.dtype)).reshape(a.shape[:a.ndim - k] + kept)
-        if axes == tuple(range(k)):
-            rows = a.reshape(math.prod(a.shape[:k]), -1)
-            return (np.ones(rows.shape[0], a.dtype) @ rows).reshape(kept + a.shape[k:])
-    return a.sum(axis=axes, keepdims=keepdims)
-
-
 def _blas_mean(a, axes):
-    """`a.mean(axis=axes, keepdims=True)`, by `_blas_sum`."""
+    """`a.mean(axis=axes, keepdims=True)`, by `_blas_sum` (given with Exercise 2)."""
     return _blas_sum(a, axes, keepdims=True) / math.prod(a.shape[axis] for axis in axes)
 
 

@@ -16,7 +16,7 @@ MUTANTS = [
      "grad_x = (g @ weight.numpy()).reshape(x.shape) if need_x else None",
      "grad_x = (g @ weight.numpy()).reshape(x.shape)"),
     ("linear_function", "bias gradient is a mean, not a sum",
-     "grad_b = g.sum(axis=0) if need_b else None", "grad_b = g.mean(axis=0) if need_b else None"),
+     "grad_b = _blas_sum(g, (0,)) if need_b else None", "grad_b = g.mean(axis=0) if need_b else None"),
     ("init_functions", "kaiming bound without the gain",
      "bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)", "bound = math.sqrt(3.0 / fan)"),
     ("init_functions", "fan_out mode ignored", "fan = fan_in if mode == \"fan_in\" else fan_out", "fan = fan_in"),
