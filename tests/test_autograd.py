@@ -845,6 +845,27 @@ def test_index_backward_equals_the_scatter_add(index, seed):
     assert np.array_equal(x.grad.numpy(), want)
 
 
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=4), data=st.data())
+def test_index_and_select_backward_lay_the_gradient_out_as_their_input(shape, data):
+    """On a permuted view, the gradient of x[i] (Index) and of select(x, i) has x's axis order, so that
+    undoing the permute gives a C-contiguous array (no copy in the permute's and view's backward)."""
+    from tinytorch.attention import Select, select
+    perm = data.draw(st.permutations(range(len(shape))))
+    base = ag.tensor(np.arange(float(np.prod(shape))).reshape(shape), requires_grad=True)
+    x = base.permute(*perm)
+    i = data.draw(st.integers(0, x.shape[0] - 1))
+    g = np.random.default_rng(0).standard_normal(x.shape[1:])
+    inverse = tuple(np.argsort(perm))
+    for node, backward in ((x[i].grad_fn, ag.Index.backward), (select(x, i).grad_fn, Select.backward)):
+        with ag.no_grad():
+            got, _ = backward(node, g)
+        want = np.zeros(x.shape)
+        want[i] = g
+        np.testing.assert_array_equal(got, want)
+        assert np.transpose(got, inverse).flags.c_contiguous
+
+
 def test_index_backward_scatters_only_where_a_position_repeats(monkeypatch):
     """Basic and sorted unique indices never call np.add.at; repeated or unsorted ones do."""
     calls = []
