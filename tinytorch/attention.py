@@ -176,8 +176,7 @@ def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     bias = attention_bias(q.shape[-2], k.shape[-2], attn_mask, is_causal, s.dtype)
     s = s if bias is None else s + bias
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return Tensor._from_array(e / e.sum(axis=-1, keepdims=True))
+    return Tensor._from_array(_softmax_last(s))
     ### END SOLUTION
 
 # %% ../modules/06_attention/06_attention.ipynb #2075c62c
