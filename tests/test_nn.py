@@ -135,8 +135,8 @@ def test_layer_norm_matches_numpy_and_gradcheck(lead, n, k, seed):
 @given(st.lists(st.integers(0, 4), max_size=4), st.integers(0, 4), st.sampled_from(["float32", "float64", "int64"]),
        st.integers(0, 99))
 @settings(max_examples=60, deadline=None)
-def test_layer_norms_blas_mean_and_sum_are_numpys_mean_and_sum(shape, k, dtype, seed):
-    """The given helpers of LayerNorm (module 04): the same numbers as numpy's, on any axes they are given."""
+def test_blas_mean_and_sum_are_numpys_mean_and_sum(shape, k, dtype, seed):
+    """Module 04's given helpers (Linear's bias gradient, LayerNorm): the same numbers as numpy's, on any axes."""
     from tinytorch.nn import _blas_mean, _blas_sum
     a = (np.random.default_rng(seed).standard_normal(shape) * 10).astype(dtype)
     k = min(k, a.ndim)
