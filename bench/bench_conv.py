@@ -3,8 +3,9 @@
 The issue's layer: conv2d forward + backward of a (32, 16, 28, 28) float32 input with 32 filters of
 3 x 3 (padding 1), and one training step of milestone 08's CNN (batch 64), TinyTorch against PyTorch
 on the same number of threads (1 and 2). Also checks that the window view allocates nothing, and
-times the layer's three matrix products alone on one thread, against PyTorch's whole layer: no im2col
-on numpy's BLAS can be faster than that floor on the machine at hand. (On two threads the layer runs
+times on one thread, against PyTorch's whole layer, two floors: the layer's three matrix products
+alone, and those products with the im2col copy and the col2im that any im2col adds (`floor_steps`). No
+im2col on numpy's BLAS can be faster than them on the machine at hand. (On two threads the layer runs
 its products in two chunks of images, one BLAS thread each, so the whole products on BLAS's two
 threads would not be its floor.)
 The "loops" variant loops over output positions and kernel taps in Python (numpy does each step over
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from tinytorch.autograd import Tensor
-from tinytorch.conv import conv2d, unfold_view
+from tinytorch.conv import _images_last, _pad_images_last, _windows, _zeros_images_last, conv2d, unfold_view
 from tinytorch.training import keep_freed_memory
 from bench_gpt import paired, set_threads  # alternate timing; tinytorch's threads, BLAS's and PyTorch's
 
@@ -59,20 +60,32 @@ def loops_forward_backward(x, w, g):
     return out, gxp[:, :, 1:-1, 1:-1], gw
 
 
-def products_alone(x, w, g):
-    """The three matrix products of im2col's forward + backward on this layer, with nothing else: a
-    floor for the layer's time on numpy's BLAS (the forward W @ cols, the weight gradient cols @ G.T
-    as module 08 computes it, the input gradient's columns W.T @ G)."""
+def floor_steps(x, w, g):
+    """Two floors for the layer's time on numpy's BLAS, as module 08 lays the work out: (1) its three
+    matrix products alone (the forward W @ cols, the weight gradient cols @ G.T, the input gradient's
+    columns W.T @ G); (2) those products with the two copies that any im2col adds to them: the im2col
+    copy of the window view into `cols`, and the col2im that adds the input gradient's columns back
+    into overlapping windows (one strided add per kernel tap)."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    cols = np.resize(x, (c * kh * kw, h * wd * n))  # im2col's shape, filled with x's numbers
-    w2, gmat = w.reshape(o, -1), np.ascontiguousarray(g.transpose(1, 2, 3, 0)).reshape(o, -1)
+    padded = _pad_images_last(x, (1, 1, 1, 1))
+    view = _windows(padded, (kh, kw), (1, 1), (1, 1)).transpose(1, 4, 5, 2, 3, 0)  # (C, KH, KW, OH, OW, N)
+    cols = view.reshape(c * kh * kw, -1)
+    w2, gmat = w.reshape(o, -1), _images_last(g).transpose(1, 2, 3, 0).reshape(o, -1)
 
-    def run():
+    def products():
         w2 @ cols
         cols @ gmat.T
-        w2.T @ gmat
-    return run
+        return w2.T @ gmat
+
+    def with_copies():
+        view.reshape(c * kh * kw, -1)                                  # the im2col copy
+        grad_cols = products().reshape(view.shape)
+        windows = _windows(_zeros_images_last(padded.shape, x.dtype), (kh, kw), (1, 1), (1, 1))
+        for p in range(kh):
+            for q in range(kw):
+                windows[:, :, :, :, p, q] += grad_cols[:, p, q].transpose(3, 0, 1, 2)
+    return products, with_copies
 
 
 def main():
@@ -140,7 +153,7 @@ def main():
             loss.backward()
             toptimizer.step()
 
-    products = products_alone(x, w, g)
+    products, with_copies = floor_steps(x, w, g)
     loops = paired(lambda: loops_forward_backward(x, w, g), None, 1)[0]
     print(f"conv2d forward + backward, (32, 16, 28, 28) input, 32 filters 3 x 3, padding 1:")
     print(f"  loops over positions and taps: {1e3 * loops:.0f} ms")
@@ -149,6 +162,7 @@ def main():
             mine, them, ratio, quartiles = paired(ours, theirs if torch else None, args.rounds)
             if threads == 1:
                 floor, _, floor_ratio, _ = paired(products, theirs if torch else None, args.rounds)
+                floor2, _, floor2_ratio, _ = paired(with_copies, theirs if torch else None, args.rounds)
             mine_step, them_step, step_ratio, step_quartiles = paired(our_step, their_step if torch else None,
                                                                       args.rounds)
         line = f"  {threads} thread(s): im2col {1e3 * mine:.1f} ms ({loops / mine:.0f}x faster than the loops)"
@@ -160,9 +174,11 @@ def main():
                      f"{step_quartiles[1]:.2f}; target 1.5x)")
         print(line)
         if threads == 1:
-            floor_line = f"  1 thread: its three matrix products alone {1e3 * floor:.1f} ms"
+            floor_line = (f"  1 thread: its three matrix products alone {1e3 * floor:.1f} ms; with the im2col copy "
+                          f"and the col2im {1e3 * floor2:.1f} ms")
             if torch is not None:
-                floor_line += f", {floor_ratio:.2f}x PyTorch's whole layer: the floor of im2col on numpy's BLAS here"
+                floor_line += (f": {floor_ratio:.2f}x and {floor2_ratio:.2f}x PyTorch's whole layer, the floors of "
+                               "im2col on numpy's BLAS here")
             print(floor_line)
         print(step)
 
