@@ -11,9 +11,11 @@ alternating cancels most of it).
 Targets: at most 1.0x with 1 thread, 1.15x with 2; loss curves equal to 1e-3.
 `--by-op` prints instead where a 1-thread step goes: TinyTorch's time in its Functions (matrix products,
 attention, GELU, LayerNorm, cross-entropy) against PyTorch's self time in the matching ops
-(torch.profiler), in ms per step.
+(torch.profiler), in ms per step. `--handovers` prints instead how a 2-thread step's hand-overs of
+chunks to TinyTorch's thread pool go: how many a step, how long the pool's sleeping thread takes to
+start its chunk, and how long the calling thread then waits for it (`handovers`).
 
-    .venv/bin/python bench/bench_gpt.py [--steps 20] [--rounds 3] [--threads 1 2] [--by-op]
+    .venv/bin/python bench/bench_gpt.py [--steps 20] [--rounds 3] [--threads 1 2] [--by-op | --handovers]
 
 PyTorch is optional (`pip install torch==2.13.0`); without it the script times TinyTorch alone.
 The script first prints which OpenBLAS kernel numpy runs: where OPENBLAS_CORETYPE forces an older
@@ -94,6 +96,7 @@ def parse_args(doc, steps=20):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--by-op", action="store_true", help="where a 1-thread step goes, op by op")
+    parser.add_argument("--handovers", action="store_true", help="how a 2-thread step's hand-overs to the pool go")
     return parser.parse_args()
 
 
@@ -184,6 +187,62 @@ def function_times():
             setattr(cls, name, original)
 
 
+@contextlib.contextmanager
+def handover_times():
+    """Inside, time every hand-over of chunks to TinyTorch's thread pool (`tinytorch.parallel`); yields a
+    list of (the pool's start delay, the calling thread's wait, the part of that wait after the pool
+    finished), in seconds, one per hand-over."""
+    from tinytorch import parallel
+    original, records = parallel._run_chunks, []
+
+    def stamped(call, stamps):
+        def run():
+            stamps.append(time.perf_counter())
+            try:
+                return call()
+            finally:
+                stamps.append(time.perf_counter())
+        return run
+
+    def run_chunks(calls, *rest):
+        if len(calls) == 1:
+            return original(calls, *rest)
+        here, pool = [], []
+        handed = time.perf_counter()
+        result = original([stamped(calls[0], here)] + [stamped(call, pool) for call in calls[1:]], *rest)
+        back = time.perf_counter()
+        records.append((min(pool[0::2]) - handed, back - here[1], back - max(here[1], *pool[1::2])))
+        return result
+
+    parallel._run_chunks = run_chunks
+    try:
+        yield records
+    finally:
+        parallel._run_chunks = original
+
+
+def handovers(tt_step, data, threads=2):
+    """Print how a `threads`-thread step's hand-overs to the pool go: how many a step, how long after a
+    hand-over the pool's thread starts (it sleeps between chunks and must be woken), and how long the
+    calling thread then waits for it at the end, and how much of that wait comes after the pool has
+    finished (the calling thread's own wake-up)."""
+    with set_threads(threads):
+        tt_step(*data[-1])
+        with handover_times() as records:
+            timed(tt_step, data)
+    if not records:
+        print(f"{threads} thread(s): no hand-overs to the pool")
+        return
+    delay, wait, wake = ([1e6 * r[i] for r in records] for i in range(3))
+    per_step = len(records) / len(data)
+    print(f"{threads} thread(s), over {len(data)} steps: {per_step:.0f} hand-overs to the pool a step.")
+    for what, values in (("the pool's thread starts its chunk", delay), ("the calling thread then waits", wait),
+                         ("of that wait, after the pool finished", [w for w in wake if w > 0])):
+        print(f"  {what:38} median {statistics.median(values):6.1f} us, quartiles "
+              f"{statistics.quantiles(values, n=4)[0]:6.1f}-{statistics.quantiles(values, n=4)[2]:6.1f}; "
+              f"{sum(values) / len(data) / 1e3:5.2f} ms a step")
+
+
 def by_op(tt_step, th_step, data, torch=None):
     """Print where a 1-thread step goes, in ms per step (means over `data`, after an untimed step):
     TinyTorch's time in each group of Functions and PyTorch's self time in the group's ops
@@ -218,10 +277,13 @@ def by_op(tt_step, th_step, data, torch=None):
 def compare(tt_step, th_step, data, args, tol=1e-3, torch=None):
     """The harness of every GPT benchmark: loss curves of both steps from the same weights (1 thread),
     then the step times of both, alternating step by step (`paired`), per thread count. Returns the
-    ratios TinyTorch / PyTorch (medians of the per-step ratios). With `--by-op`, prints where a step
-    goes instead (`by_op`) and returns {}."""
+    ratios TinyTorch / PyTorch (medians of the per-step ratios). With `--by-op` or `--handovers`, prints
+    instead where a step goes (`by_op`) or how its hand-overs to the pool go (`handovers`) and returns {}."""
     if args.by_op:
         by_op(tt_step, th_step, data, torch)
+        return {}
+    if args.handovers:
+        handovers(tt_step, data)
         return {}
     if th_step is not None:
         with set_threads(1, torch):

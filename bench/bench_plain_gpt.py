@@ -9,10 +9,11 @@ Both start from the same weights and see the same batches; the timing loop, thre
 loss check are bench_gpt's (`compare`): loss curves equal to 1e-5 over the steps, and the ratio
 TinyTorch / PyTorch of the median step time with 1 and 2 threads, timed in this one process.
 
-    .venv/bin/python bench/bench_plain_gpt.py [--steps 20] [--rounds 3] [--threads 1 2] [--by-op] [--profile]
+    .venv/bin/python bench/bench_plain_gpt.py [--steps 20] [--rounds 3] [--threads 1 2] [--by-op | --handovers] [--profile]
 
 `--by-op` prints instead where a 1-thread step goes, group by group, against PyTorch (bench_gpt's
-`by_op`); `--profile` runs five 1-thread TinyTorch steps under cProfile and prints where the time goes.
+`by_op`), and `--handovers` how a 2-thread step's hand-overs to the thread pool go (bench_gpt's
+`handovers`); `--profile` runs five 1-thread TinyTorch steps under cProfile and prints where the time goes.
 """
 import cProfile
 import pstats
