@@ -32,10 +32,11 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # read when numpy loads O
 import argparse
 import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from tinytorch.autograd import Tensor
-from tinytorch.conv import _images_last, _pad_images_last, _windows, _zeros_images_last, conv2d, unfold_view
+from tinytorch.conv import _images_last, _pad_images_last, _windows, conv2d, conv2d_backward, unfold_view
 from tinytorch.training import keep_freed_memory
 from bench_gpt import paired, set_threads  # alternate timing; tinytorch's threads, BLAS's and PyTorch's
 
@@ -65,26 +66,26 @@ def floor_steps(x, w, g):
     matrix products alone (the forward W @ cols, the weight gradient cols @ G.T, the input gradient's
     columns W.T @ G); (2) those products with the two copies that any im2col adds to them: the im2col
     copy of the window view into `cols`, and the col2im that adds the input gradient's columns back
-    into overlapping windows (one strided add per kernel tap)."""
+    into overlapping windows (module 08's `conv2d_backward`, which also runs the last two products)."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     padded = _pad_images_last(x, (1, 1, 1, 1))
     view = _windows(padded, (kh, kw), (1, 1), (1, 1)).transpose(1, 4, 5, 2, 3, 0)  # (C, KH, KW, OH, OW, N)
     cols = view.reshape(c * kh * kw, -1)
-    w2, gmat = w.reshape(o, -1), _images_last(g).transpose(1, 2, 3, 0).reshape(o, -1)
+    g_images_last = _images_last(g)
+    w2, gmat = w.reshape(o, -1), g_images_last.transpose(1, 2, 3, 0).reshape(o, -1)
+    ctx = SimpleNamespace(saved_tensors=(Tensor.tensor(x), Tensor.tensor(w)), needs_input_grad=(True, True, False),
+                          cols=cols, padded_shape=padded.shape, stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1))
 
     def products():
         w2 @ cols
         cols @ gmat.T
-        return w2.T @ gmat
+        w2.T @ gmat
 
     def with_copies():
-        view.reshape(c * kh * kw, -1)                                  # the im2col copy
-        grad_cols = products().reshape(view.shape)
-        windows = _windows(_zeros_images_last(padded.shape, x.dtype), (kh, kw), (1, 1), (1, 1))
-        for p in range(kh):
-            for q in range(kw):
-                windows[:, :, :, :, p, q] += grad_cols[:, p, q].transpose(3, 0, 1, 2)
+        view.reshape(c * kh * kw, -1)  # the im2col copy
+        w2 @ cols
+        conv2d_backward(ctx, g_images_last)
     return products, with_copies
 
 
