@@ -238,8 +238,8 @@ def handovers(tt_step, data, threads=2):
     print(f"{threads} thread(s), over {len(data)} steps: {per_step:.0f} hand-overs to the pool a step.")
     for what, values in (("the pool's thread starts its chunk", delay), ("the calling thread then waits", wait),
                          ("of that wait, after the pool finished", [w for w in wake if w > 0])):
-        print(f"  {what:38} median {statistics.median(values):6.1f} us, quartiles "
-              f"{statistics.quantiles(values, n=4)[0]:6.1f}-{statistics.quantiles(values, n=4)[2]:6.1f}; "
+        q1, median, q3 = statistics.quantiles(values, n=4)
+        print(f"  {what:38} median {median:6.1f} us, quartiles {q1:6.1f}-{q3:6.1f}; "
               f"{sum(values) / len(data) / 1e3:5.2f} ms a step")
 
 
