@@ -67,8 +67,7 @@ def floor_steps(x, w, g):
     columns W.T @ G); (2) those products with the two copies that any im2col adds to them: the im2col
     copy of the window view into `cols`, and the col2im that adds the input gradient's columns back
     into overlapping windows (module 08's `conv2d_backward`, which also runs the last two products)."""
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
+    o, c, kh, kw = w.shape
     padded = _pad_images_last(x, (1, 1, 1, 1))
     view = _windows(padded, (kh, kw), (1, 1), (1, 1)).transpose(1, 4, 5, 2, 3, 0)  # (C, KH, KW, OH, OW, N)
     cols = view.reshape(c * kh * kw, -1)
