@@ -58,11 +58,15 @@ def setup(torch_module, gpt, weights=None):
     return model, step
 
 
-def gelu_gap(torch, rounds=40):
+def gelu_gap(rounds=40):
     """Print exact GELU's cost on one thread, in ms per call on the MLP's (batch, context, 4 x width)
     activations, TinyTorch against PyTorch (each pair of medians from `paired`), and what it adds to a
     step (x layers). Also the erf alone (`tinytorch.nn._erf`, given code: 15 numpy passes, the fewest
     for an erf accurate to float32 in its form); PyTorch's forward, erf included, is one pass."""
+    try:
+        import torch
+    except ImportError:
+        sys.exit("--gelu compares with PyTorch: pip install torch==2.13.0")
     a = np.random.default_rng(0).standard_normal((BATCH, BLOCK, 4 * WIDTH)).astype(np.float32)
     scaled = a / np.float32(math.sqrt(2))  # erf's argument in GELU
     ours, theirs = tinytorch.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
@@ -90,6 +94,9 @@ def main():
     args = bench_gpt.parse_args(__doc__)
     print(describe_blas())
     keep_freed_memory()
+    if gelu:
+        gelu_gap()
+        return
     tinytorch.manual_seed(0)
     model, tt_step = setup(tinytorch, load_model_file(on_tinytorch=True))
     data = batches(args.steps)
@@ -104,11 +111,6 @@ def main():
     except ImportError:
         torch = None
         print("PyTorch is not installed: timing TinyTorch alone")
-    if gelu:
-        if torch is None:
-            sys.exit("--gelu compares with PyTorch: pip install torch==2.13.0")
-        gelu_gap(torch)
-        return
     weights = {k: v.numpy().copy() for k, v in model.state_dict().items()}
     th_step = setup(torch, load_model_file(on_tinytorch=False), weights)[1] if torch is not None else None
     compare(tt_step, th_step, data, args, tol=TOLERANCE, torch=torch)

@@ -465,7 +465,7 @@ def test_given_functions_against_torch_when_installed():
 def test_float32_erf_is_accurate_on_a_dense_grid():
     """The given float32 erf (tanh of a polynomial) against math.erf, everywhere that matters."""
     from tinytorch.nn import _erf
-    far = [5.0, -5.0, 50.0, -50.0, 1e19, -1e19, 1e20, -1e20, 3e38, -3e38, np.inf, -np.inf]  # z = x² overflows from 1.8e19
+    far = [5.0, -5.0, 50.0, -50.0, 1e19, -1e19, 1e20, -1e20, 3e38, -3e38, np.inf, -np.inf]  # x² overflows past 1.8e19
     x = np.concatenate([np.linspace(-7, 7, 140_001), [0.0, -0.0, 1e-30, -1e-30], far])
     x32 = x.astype(np.float32)
     with warnings.catch_warnings():
