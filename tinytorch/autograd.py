@@ -516,11 +516,11 @@ class Tensor(BaseTensor):
     def data(self, value):
         self.storage, self.shape, self.strides, self.offset = value.storage, value.shape, value.strides, value.offset
 
-    def relu(self): return _from_module_04("relu")(self)
-    def sigmoid(self): return _from_module_04("sigmoid")(self)
-    def tanh(self): return _from_module_04("tanh")(self)
-    def softmax(self, dim): return _from_module_04("softmax")(self, dim)
-    def log_softmax(self, dim): return _from_module_04("log_softmax")(self, dim)
+    def relu(self): return _later_function("relu")(self)
+    def sigmoid(self): return _later_function("sigmoid")(self)
+    def tanh(self): return _later_function("tanh")(self)
+    def softmax(self, dim): return _later_function("softmax")(self, dim)
+    def log_softmax(self, dim): return _later_function("log_softmax")(self, dim)
 
     def add(self, other, *, alpha=1): return self + _scaled(self, other, alpha)
     def sub(self, other, *, alpha=1): return self - _scaled(self, other, alpha)
@@ -1229,7 +1229,7 @@ def plot_graph(t, names=None, ax=None):
     return ax
 
 # %% ../modules/03_autograd/03_autograd.ipynb #0f5a7e10
-# ----- casts, methods that call module 04, arithmetic with `alpha`, matrix products ------------
+# ----- casts, methods of later modules, arithmetic with `alpha`, matrix products ------------
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
                "int32": "IntTensor", "bool": "BoolTensor"}
 
@@ -1243,13 +1243,18 @@ def _type(x, dtype=None):
     return x.to(dtype)
 
 
-def _from_module_04(name):
-    """Module 04's function `name`, looked up when a method needs it (module 04 builds on this one)."""
+def _later_function(name):
+    """`tinytorch.<name>` (module 04's `relu`, `softmax`, ...), looked up when a method needs it.
+
+    The hook by which later notebooks supply Tensor methods: this module never imports a later one.
+    The package's top level resolves a name to the latest exported module that defines it, as
+    `torch.Tensor.relu` calls `torch.relu`."""
     try:
-        return getattr(importlib.import_module("tinytorch.nn"), name)
-    except (ImportError, AttributeError):
-        raise RuntimeError(f"Tensor.{name}() calls module 04's `{name}`, which your package does not have "
-                           "yet: finish notebook 04 (04_layers) and run `./learn export 04`") from None
+        return getattr(importlib.import_module("tinytorch"), name)
+    except AttributeError:
+        raise RuntimeError(f"Tensor.{name}() calls `tinytorch.{name}`, which a later notebook defines and your "
+                           "package does not have yet: finish notebook 04 (04_layers) and run "
+                           "`./learn export 04`") from None
 
 
 def _scaled(x, other, alpha):

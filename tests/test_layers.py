@@ -1,0 +1,74 @@
+"""The library's layers point one way: a notebook's file never reaches a later notebook's, and no file of
+tinytorch/ reaches itself back. The package's top level (`tinytorch/__init__.py`) is the registry above
+them all: it resolves `tt.NAME` lazily, and module 03 finds module 04's `relu` through it."""
+import ast
+from pathlib import Path
+
+import tinytorch
+
+PACKAGE = Path(tinytorch.__file__).resolve().parent
+NOTEBOOK_OF = tinytorch._NOTEBOOK_OF  # file -> its notebook's number, in course order
+
+
+def module_name(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path):
+    """The tinytorch modules a file imports: `import`/`from` statements at any depth (a function's
+    import counts), and `importlib.import_module("tinytorch...")` with a constant name."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}  # `from . import nn` imports a module
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant)):
+            found.add(node.args[0].value)
+    return found
+
+
+def graph():
+    """`{module: {modules of tinytorch/ it imports}}`, the top-level registry left out."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py") if p.name != "_modidx.py"}
+    files.pop("tinytorch")
+    return {name: {m for m in imports_of(path) if m in files and m != name} for name, path in files.items()}
+
+
+def reach(edges, start):
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in edges[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return seen
+
+
+def test_the_graph_sees_imports_of_every_kind():
+    edges = graph()
+    assert "tinytorch.autograd" in edges["tinytorch.nn"]          # from .autograd import ...
+    assert "tinytorch.autograd" in edges["tinytorch.parallel"]    # an import inside a function
+    assert {"tinytorch.tensor_base", "tinytorch.strides"} <= edges["tinytorch.autograd"]
+
+
+def test_no_file_reaches_itself():
+    edges = graph()
+    loops = sorted(name for name in edges if name in reach(edges, name))
+    assert not loops, f"import loops through {loops}"
+
+
+def test_no_notebook_file_reaches_a_later_notebook_s():
+    edges = graph()
+    number = {f"tinytorch.{module}": int(n) for module, n in NOTEBOOK_OF.items()}
+    wrong = [(a, b) for a in number if a in edges for b in reach(edges, a) if number.get(b, 0) > number[a]]
+    assert not wrong, "an earlier notebook's file imports a later one's (directly or through a hand-written " \
+                      f"file): {wrong}"
