@@ -1244,11 +1244,8 @@ def _type(x, dtype=None):
 
 
 def _later_function(name):
-    """`tinytorch.<name>` (module 04's `relu`, `softmax`, ...), looked up when a method needs it.
-
-    The hook by which later notebooks supply Tensor methods: this module never imports a later one.
-    The package's top level resolves a name to the latest exported module that defines it, as
-    `torch.Tensor.relu` calls `torch.relu`."""
+    """`tinytorch.<name>`: the hook by which later notebooks supply Tensor methods (module 04's `relu`), since
+    the top level finds a name in the latest exported module that defines it (`torch.Tensor.relu` calls `torch.relu`)."""
     try:
         return getattr(importlib.import_module("tinytorch"), name)
     except AttributeError:

@@ -27,3 +27,11 @@ def skipped_when_graded(notebook):
     """The sources of `notebook`'s code cells tagged `SKIP_WHEN_GRADED`."""
     return {cell.source for cell in notebook.cells
             if cell.cell_type == "code" and SKIP_WHEN_GRADED in cell.metadata.get("tags", [])}
+
+
+def reading_lines(notebook):
+    """What a learner reads in a release notebook: its non-blank markdown lines and the non-blank code
+    lines outside the cells the learner writes (the measure of a notebook's length)."""
+    return sum(1 for cell in notebook.cells
+               if cell.cell_type == "markdown" or (cell.cell_type == "code" and not is_solution(cell))
+               for line in cell.source.splitlines() if line.strip())
