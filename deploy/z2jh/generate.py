@@ -45,9 +45,10 @@ EXCHANGE_CLAIM = "tinytorch-exchange"
 FIRST_UID = 2000  # the instructor's; learners follow in roster order (accounts of their own, as useradd makes)
 # The exchange's layout, made before any user's server starts (an init container in every pod, as root):
 # the root sticky (no account can rename or replace another's entries), the course's folders the
-# instructor's, with the modes nbgrader's own `release` gives them.
+# instructor's, with the modes nbgrader's own `release` gives them, and inbound sticky too (a learner
+# who learns the name of another's submission still cannot rename or delete it).
 EXCHANGE_LAYOUT = [(".", 0o1777, "root"), ("{course}", 0o755, "instructor"),
-                   ("{course}/inbound", 0o2733, "instructor"), ("{course}/outbound", 0o755, "instructor"),
+                   ("{course}/inbound", 0o3733, "instructor"), ("{course}/outbound", 0o755, "instructor"),
                    ("{course}/feedback", 0o711, "instructor")]
 
 
