@@ -94,10 +94,14 @@ def test_uids_are_per_person_and_kept_when_the_class_grows(values, tmp_path):
         name: [str(uid), str(uid)] for name, uid in uids.items()}  # a group of one's own, as useradd --user-group
     assert {line.split(":")[0]: int(line.split(":")[2]) for line in group} == uids
     # a later roster, reordered and longer: everyone keeps their uid, the newcomer gets the next one
-    grown = generate.class_uids("instructor", ["zoe", "grace", "ada"], uids)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,email\nzoe,Z,A,z@example.org\ngrace,G,H,g@example.org\n"
+                      "ada,A,L,a@example.org\n")
+    (tmp_path / "values.yaml").write_text((DEPLOY / "values.yaml").read_text())
+    generate.write_values(REPO, roster, tmp_path)
+    grown = load(tmp_path / "values.yaml")["custom"]["tinytorch"]["uids"]
     assert {name: grown[name] for name in uids} == uids and grown["zoe"] == max(uids.values()) + 1
     # the roster is checked as ./course hub checks it
-    roster = tmp_path / "roster.csv"
     roster.write_text("id,first_name,last_name,email\nAda Lovelace,Ada,Lovelace,ada@example.org\n")
     with pytest.raises(hub.CourseError, match="cannot be system accounts"):
         generate.values(REPO, roster)

@@ -153,6 +153,10 @@ yaml.SafeDumper.add_representer(Literal, lambda dumper, text: dumper.represent_s
 
 def values(root, roster, instructor="instructor", image="tinytorch-singleuser:1", previous_uids=None):
     """The chart's values for the class of `roster` (a CSV with column id), as YAML text."""
+    if not Path(roster).is_file():
+        raise CourseError(f"no roster at {roster}: a CSV with columns id, first_name, last_name, email")
+    if ":" not in image.rsplit("/", 1)[-1]:
+        raise CourseError(f"the image {image!r} has no tag: give NAME:TAG, as pushed to the cluster's registry")
     learners = hub.read_roster(roster)
     if instructor in learners:
         raise CourseError(f"the instructor's account {instructor!r} is also on the roster")
@@ -220,6 +224,8 @@ def write_values(root, roster, out, instructor="instructor", image="tinytorch-si
 
 def write(root, roster, out, instructor="instructor", image="tinytorch-singleuser:1", log=print):
     out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    write_values(root, roster, out, instructor, image)  # first: it checks the roster and the image's name
     build = out / "image"
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir(parents=True)
@@ -228,7 +234,6 @@ def write(root, roster, out, instructor="instructor", image="tinytorch-singleuse
     make_workspace(root, build, log=lambda message: None)
     (build / f"{KIT_NAME}.zip").unlink()
     grader_kernels(build)
-    write_values(root, roster, out, instructor, image)
     shutil.copy2(HERE / "exchange-pvc.yaml", out / "exchange-pvc.yaml")
     log(f"wrote {build} (docker build -t {image} {build}), {out / 'values.yaml'} and {out / 'exchange-pvc.yaml'}")
 
@@ -245,15 +250,10 @@ def main(argv=None):
                         "deploy/z2jh/values.yaml is made from example-roster.csv)")
     args = parser.parse_args(argv)
     try:
-        if args.values_only:
-            write_values(ROOT, args.roster, args.out, args.instructor, args.image)
-        else:
-            write(ROOT, args.roster, args.out, args.instructor, args.image)
+        (write_values if args.values_only else write)(ROOT, args.roster, args.out, args.instructor, args.image)
     except CourseError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+        sys.exit(f"error: {error}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
