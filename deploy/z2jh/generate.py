@@ -20,6 +20,7 @@ example-roster.csv) against this script.
 import argparse
 import json
 from pathlib import Path
+import posixpath
 import shutil
 import subprocess
 import sys
@@ -102,7 +103,7 @@ def layout_script(course_id, instructor_uid):
     """The init container's shell command: `exchange_layout` made (or put back) with `install -d`."""
     owners = {"root": 0, "instructor": instructor_uid}
     lines = ["set -eu"] + [
-        f"install -d -o {owners[owner]} -g {owners[owner]} -m {mode:o} {EXCHANGE}/{path}".replace("/.", "")
+        f"install -d -o {owners[owner]} -g {owners[owner]} -m {mode:o} {posixpath.normpath(f'{EXCHANGE}/{path}')}"
         for path, mode, owner in exchange_layout(course_id)]
     return "\n".join(lines) + "\n"
 
@@ -183,7 +184,7 @@ def values(root, roster, instructor="instructor", image="tinytorch-singleuser:1"
             "image": {"name": image_name, "tag": image_tag},
             "cmd": "tinytorch-start",
             "defaultUrl": "/lab",
-            "uid": 65534,  # nobody: every server gets its person's uid from the hook (an unknown user, none)
+            "uid": 65534,  # nobody, until the hook gives a server its person's uid (and no server to a stranger)
             "fsGid": 65534,
             "extraFiles": {key: {"mountPath": path, "stringData": Literal(text)} for key, (path, text) in files.items()},
             "storage": {
