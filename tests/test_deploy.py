@@ -302,7 +302,8 @@ def test_the_image_holds_the_kit_and_installs_exactly_its_lock(image, one_machin
     assert overrides == f"{generate.ENV}/{here.relative_to(one_machine.state / 'env')}"
     assert (image / KIT_NAME / "tinytorch_kit" / "lab-settings" / "overrides.json").read_text() == here.read_text()
     assert copies["share/jupyter/kernels"] == f"{generate.ENV}/share/jupyter/kernels"
-    kernels = {p.parent.name: json.loads(p.read_text()) for p in (image / "share/jupyter/kernels").glob("*/kernel.json")}
+    kernels = {p.parent.name: json.loads(p.read_text())
+               for p in (image / "share" / "jupyter" / "kernels").glob("*/kernel.json")}
     assert set(kernels) == {"tinytorch-grader", "tinytorch-sandbox"}
     assert all(k["argv"][0] == f"{generate.ENV}/bin/python" for k in kernels.values())
     # what ./course hub adds to env/'s site-packages, the image adds to its own: the course's code,
@@ -313,7 +314,7 @@ def test_the_image_holds_the_kit_and_installs_exactly_its_lock(image, one_machin
     assert f"echo {generate.HOME}/{hub.COURSE_FOLDER} >" in (image / "Dockerfile").read_text()
     env = dict(re.findall(r"(\w+)=(\S+)", next(a for i, a in steps if i == "ENV")))
     assert env["PATH"].startswith(f"{generate.ENV}/bin:") and env["HOME"] == generate.HOME
-    assert env["NSS_WRAPPER_PASSWD"] in pod(values, "ada").files and env["NSS_WRAPPER_GROUP"] in pod(values, "ada").files
+    assert {env["NSS_WRAPPER_PASSWD"], env["NSS_WRAPPER_GROUP"]} <= set(pod(values, "ada").files)
     assert json.loads(dict(steps)["CMD"]) == [values["singleuser"]["cmd"]]
     image_name = f"{values['singleuser']['image']['name']}:{values['singleuser']['image']['tag']}"
     assert [c["image"] for c in values["singleuser"]["initContainers"]] == [image_name]

@@ -186,7 +186,8 @@ def values(root, roster, instructor="instructor", image="tinytorch-singleuser:1"
             "defaultUrl": "/lab",
             "uid": 65534,  # nobody, until the hook gives a server its person's uid (and no server to a stranger)
             "fsGid": 65534,
-            "extraFiles": {key: {"mountPath": path, "stringData": Literal(text)} for key, (path, text) in files.items()},
+            "extraFiles": {key: {"mountPath": path, "stringData": Literal(text)}
+                           for key, (path, text) in files.items()},
             "storage": {
                 "extraVolumes": [{"name": "exchange", "persistentVolumeClaim": {"claimName": EXCHANGE_CLAIM}}],
                 "extraVolumeMounts": [dict(exchange_mount)],
