@@ -2,6 +2,7 @@
 values are checked against the chart's own schema, and everything the deployment shares with
 `./course hub` against what `./course hub` itself writes (its `prepare`, run in a folder of the test
 with the steps that need accounts, npm or an installation replaced)."""
+import ctypes
 import importlib.util
 import json
 import os
@@ -10,6 +11,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 from types import SimpleNamespace
 
 import jsonschema
@@ -358,3 +360,32 @@ def test_a_learners_first_start_makes_the_hubs_workspace(image, one_machine, tmp
     shutil.rmtree(workspace)
     subprocess.run(start, env=environment, check=True)
     assert not workspace.exists()
+
+
+def loadable(library):
+    try:
+        ctypes.CDLL(library)
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not loadable("libnss_wrapper.so"),
+                    reason="libnss_wrapper is not installed (Debian: apt-get install libnss-wrapper)")
+def test_the_image_names_each_uid_from_the_class_files(values, tmp_path):
+    """As the image's ENV sets it up: through nss_wrapper and the class's passwd and group files, a
+    process's uid has its person's name (nbgrader's submit and collect look them up)."""
+    steps = dockerfile(DEPLOY / "Dockerfile")
+    env = dict(re.findall(r"(\w+)=(\S+)", next(a for i, a in steps if i == "ENV")))
+    files = pod(values, "instructor").files
+    for variable in ("NSS_WRAPPER_PASSWD", "NSS_WRAPPER_GROUP"):
+        (tmp_path / variable).write_text(files[env[variable]])
+    code = ("import grp, json, pwd, sys; print(json.dumps({u: [pwd.getpwuid(u).pw_name, grp.getgrgid(u).gr_name, "
+            "pwd.getpwuid(u).pw_dir] for u in json.loads(sys.argv[1])}))")
+    uids = values["custom"]["tinytorch"]["uids"]
+    named = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(list(uids.values()))], capture_output=True, text=True, check=True,
+        env={"PATH": os.environ["PATH"], "LD_PRELOAD": env["LD_PRELOAD"],
+             "NSS_WRAPPER_PASSWD": str(tmp_path / "NSS_WRAPPER_PASSWD"),
+             "NSS_WRAPPER_GROUP": str(tmp_path / "NSS_WRAPPER_GROUP")}).stdout
+    assert json.loads(named) == {str(uid): [name, name, generate.HOME] for name, uid in uids.items()}
