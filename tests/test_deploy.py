@@ -311,7 +311,7 @@ def test_the_image_holds_the_kit_and_installs_exactly_its_lock(image, one_machin
     # what ./course hub adds to env/'s site-packages, the image adds to its own: the course's code,
     # importable from the instructor's home only (tinytorch-course.pth)
     site = one_machine.state / "env" / "site-packages"
-    assert [p.name for p in site.iterdir() if f"/{p.name}\"" not in (image / "Dockerfile").read_text()] == []
+    assert [p.name for p in site.iterdir() if f"/{p.name}" not in (image / "Dockerfile").read_text()] == []
     assert (site / "tinytorch-course.pth").read_text().strip() == str(one_machine.course)
     assert f"echo {generate.HOME}/{hub.COURSE_FOLDER} >" in (image / "Dockerfile").read_text()
     env = dict(re.findall(r"(\w+)=(\S+)", next(a for i, a in steps if i == "ENV")))
