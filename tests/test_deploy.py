@@ -12,7 +12,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import jsonschema
 import pytest
@@ -29,6 +29,7 @@ spec = importlib.util.spec_from_file_location("z2jh_generate", DEPLOY / "generat
 generate = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(generate)
 LEARNERS = ["ada", "grace"]  # deploy/z2jh/example-roster.csv
+pytestmark = pytest.mark.xdist_group("deploy")  # one worker makes the one-machine hub and the image folder, once
 
 
 def load(path):
@@ -182,9 +183,11 @@ def pod(values, name):
             found = found[part]
         return found
 
-    c = Config()
-    code = values["hub"]["extraConfig"]["tinytorch"].replace("from z2jh import get_config\n", "")
-    exec(compile(code, "hub.extraConfig.tinytorch", "exec"), {"get_config": get_config, "c": c})
+    c, z2jh = Config(), ModuleType("z2jh")  # the chart's hub gives its configuration `c` and the module z2jh
+    z2jh.get_config = get_config
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "z2jh", z2jh)
+        exec(compile(values["hub"]["extraConfig"]["tinytorch"], "hub.extraConfig.tinytorch", "exec"), {"c": c})
     files = merged["singleuser"]["extraFiles"]
     mounts = {f"{i}-files": {"mountPath": f["mountPath"], "subPath": key, "name": "files"}
               for i, (key, f) in enumerate(files.items())}
