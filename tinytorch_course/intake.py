@@ -173,7 +173,7 @@ class RosterCollector(FileNameCollectorPlugin):
             self.problems.append(f"{shown}: named for {student}, but in the folder of "
                                  f"{', '.join(sorted(owners - {student}))}")
             return None
-        level = self._upload_level(lms)
+        level = self._upload_level(lms) if lms else None
         if level is not None and len(folders) > level and self._owner(folders[level]) is None:
             self.problems.append(f"{shown}: named for {student}, but in the upload area "
                                  f"{printable(folders[level])!r} of no learner on the roster")
