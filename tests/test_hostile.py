@@ -9,7 +9,8 @@ summary and the feedback. The classes of attack:
 2. escape and damage (setuid files, processes that outlive the job, files in /tmp, other jobs'
    folders, the course's files, the network, process limits);
 3. a notebook that would crash the run (broken metadata or JSON);
-4. identity and collection (links, names, folders, duplicates, timestamps);
+4. identity and collection (links, names, folders, upload areas, duplicates, timestamps, backdated
+   archives);
 5. leaks into feedback (hidden tests via history, disk or memory; secrets in the environment;
    live script in outputs or markdown).
 

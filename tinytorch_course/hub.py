@@ -308,7 +308,10 @@ def prepare(root, state, roster=None, instructor="instructor", homes="/home", po
     if root.stat().st_mode & 0o007:
         root.chmod(root.stat().st_mode & ~0o007)
         log(f"  closed {root} to other accounts (chmod o-rwx): it holds solutions and hidden tests")
-    passwords = {name: ensure_account(name, homes, log) for name in [instructor, *learners]}
+    passwords = {instructor: ensure_account(instructor, homes, log)}
+    # the exchange's course folder is the instructor's before any learner account exists
+    prepare_exchange(state, load_config(root).CourseDirectory.course_id, instructor)
+    passwords.update({name: ensure_account(name, homes, log) for name in learners})
     made = {name: password for name, password in passwords.items() if password}
     if made:
         accounts = state / "accounts.csv"
@@ -321,7 +324,6 @@ def prepare(root, state, roster=None, instructor="instructor", homes="/home", po
     course = prepare_course(root, instructor, state / "roster.csv", log)
     env = prepare_env(root, state, course, log)
     proxy = prepare_proxy(state, log)
-    prepare_exchange(state, load_config(root).CourseDirectory.course_id, instructor)
     prepare_config(state, course)
     kit, _ = make_workspace(root, state / "kit", log=lambda message: None)
     for learner in learners:
