@@ -5,7 +5,8 @@ the foreground until Ctrl-C, which stops every server it started and its proxy. 
 creates system accounts and each server runs as its account. The state folder holds:
 
     env/                  the servers' Python: the learner kit's requirements.lock (JupyterHub
-                          included), plus the grader kernels; the course's own code reaches it only
+                          included), plus the grader kernels and nbgrader's private submit
+                          (hub_files/tinytorch_exchange.py); the course's own code reaches it only
                           through a path in the instructor's home (tinytorch-course.pth)
     proxy/                configurable-http-proxy from npm, pinned by hub_files/package-lock.json
     exchange/             nbgrader's exchange (c.Exchange.root): open to all with the sticky bit, and
