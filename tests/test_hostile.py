@@ -9,7 +9,8 @@ summary and the feedback. The classes of attack:
 2. escape and damage (setuid files, processes that outlive the job, files in /tmp, other jobs'
    folders, the course's files, the network, process limits);
 3. a notebook that would crash the run (broken metadata or JSON);
-4. identity and collection (links, names, folders, duplicates, timestamps);
+4. identity and collection (links, names, folders, upload areas, duplicates, timestamps, backdated
+   archives);
 5. leaks into feedback (hidden tests via history, disk or memory; secrets in the environment;
    live script in outputs or markdown).
 
@@ -46,6 +47,7 @@ pytestmark = pytest.mark.xdist_group("hostile")  # one worker grades the class, 
 LIMITS = Limits(cell_timeout=20, notebook_timeout=150, memory_mb=1536, output_mb=2, processes=64)
 SECRET = "tinytorch-test-secret-" + hashlib.sha256(b"grader").hexdigest()[:12]
 STUB = "raise NotImplementedError()"
+BACKDATED_UPLOAD = (2026, 11, 30, 23, 59, 58)  # when the LMS took late's zip (its entries say 2011)
 
 
 # ---------------------------------------------------------------- building the hand-ins
@@ -362,7 +364,9 @@ def _write(folder, files):
 def lms_archive(root, path):
     """An LMS download in which each learner's uploads sit in a folder of their own: alice hands
     in a solution, mallory a blank notebook named for alice (and her own zip with a setuid
-    file), dup the same notebook twice."""
+    file), dup the same notebook twice; late uploads a zip whose entries say 2011 (the LMS took
+    it on BACKDATED_UPLOAD's day); the upload area of stranger, who is not on the roster, holds
+    a newer blank notebook named for alice."""
     solution = nbformat.writes(notebooks.read(notebooks.notebook_path(root, "solutions", MODULE)))
     release = nbformat.writes(notebooks.read(notebooks.notebook_path(root, "release", MODULE)))
     inner = path.with_name("mallory-upload.zip")
@@ -371,12 +375,18 @@ def lms_archive(root, path):
         setuid.external_attr = 0o104755 << 16
         z.writestr(setuid, Path(shutil.which("id")).read_bytes())
         z.writestr(f"alice_{MODULE}.ipynb", release)
+    backdated = path.with_name("late-upload.zip")
+    with zipfile.ZipFile(backdated, "w") as z:
+        z.writestr(zipfile.ZipInfo(f"late_{MODULE}.ipynb", (2011, 1, 1, 0, 0, 0)), solution)
+        z.writestr(zipfile.ZipInfo("timestamp.txt", (2011, 1, 1, 0, 0, 0)), "2011-01-01 00:00:00.000000 UTC")
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"alice/alice_{MODULE}.ipynb", solution)
         z.writestr(f"mallory/alice_{MODULE}.ipynb", release)
         z.write(inner, f"mallory/mallory_{MODULE}.zip")
         z.writestr(zipfile.ZipInfo(f"dup/dup_{MODULE}.ipynb", (2026, 1, 1, 0, 0, 0)), release)
         z.writestr(zipfile.ZipInfo(f"dup/again/dup_{MODULE}.ipynb", (2026, 1, 2, 0, 0, 0)), solution)
+        z.writestr(zipfile.ZipInfo(f"late/late_{MODULE}.zip", BACKDATED_UPLOAD), backdated.read_bytes())
+        z.writestr(zipfile.ZipInfo(f"stranger/alice_{MODULE}.ipynb", (2099, 1, 1, 0, 0, 0)), release)
     return path
 
 
@@ -422,7 +432,7 @@ def graded(built_course, tmp_path_factory):
     (hand_ins / "evil\nREVIEW full: forged").mkdir()
     roster = hand_ins / "roster.csv"
     roster.write_text("id,first_name,last_name,email\n" + "".join(
-        f"{s},{s},Learner,\n" for s in [*learners, "missing", "thief", "alice", "mallory", "dup"]))
+        f"{s},{s},Learner,\n" for s in [*learners, "missing", "thief", "alice", "mallory", "dup", "late"]))
     grading.import_roster(root, roster)
     collected, problems = grading.collect_folder(root, MODULE, hand_ins)
     zip_problems = grading.zip_collect(root, MODULE, [lms_archive(root, hand_ins / "lms.zip")])
@@ -690,6 +700,20 @@ def test_a_file_named_for_another_learner_counts_for_no_one(graded):
 def test_a_duplicate_fails_nothing_and_the_newest_counts(graded):
     assert any("more than once" in p for p in graded["zip_problems"])
     assert entry(graded, "dup")["score"] == maximum(graded)
+
+
+def test_an_upload_area_of_no_roster_learner_supplies_no_one_s_file(graded):
+    assert any(f"stranger/alice_{MODULE}.ipynb: named for alice, but in the upload area 'stranger' of no "
+               "learner on the roster" in p for p in graded["zip_problems"]), graded["zip_problems"]
+    assert entry(graded, "alice")["score"] == maximum(graded)  # the stranger's newer blank notebook lost
+    assert "stranger" not in graded["outcome"]
+
+
+def test_an_archive_inside_the_lms_archive_cannot_backdate_its_upload(graded):
+    """late's own zip says 2011 (entries and a timestamp.txt): the LMS archive's entry time counts."""
+    stamp = (graded["root"] / "submitted" / "late" / MODULE / "timestamp.txt").read_text()
+    assert stamp.startswith("2026-11-30 23:59:58"), stamp
+    assert entry(graded, "late")["score"] == maximum(graded)
 
 
 def test_timestamps_come_from_the_collector(graded):

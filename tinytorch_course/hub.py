@@ -5,10 +5,12 @@ the foreground until Ctrl-C, which stops every server it started and its proxy. 
 creates system accounts and each server runs as its account. The state folder holds:
 
     env/                  the servers' Python: the learner kit's requirements.lock (JupyterHub
-                          included), plus the grader kernels; the course's own code reaches it only
+                          included), plus the grader kernels and nbgrader's private submit
+                          (hub_files/tinytorch_exchange.py); the course's own code reaches it only
                           through a path in the instructor's home (tinytorch-course.pth)
     proxy/                configurable-http-proxy from npm, pinned by hub_files/package-lock.json
-    exchange/             nbgrader's exchange (c.Exchange.root), open to all as nbgrader documents
+    exchange/             nbgrader's exchange (c.Exchange.root): open to all with the sticky bit, and
+                          the course's folder in it made here for the instructor (`prepare_exchange`)
     config/learner/       Jupyter configuration of the learners' servers (JUPYTER_CONFIG_PATH):
                           no formgrader, no Create Assignment, only the Python 3 kernel
     config/instructor/    the instructor's: nbgrader reads the course's own nbgrader_config.py
@@ -31,6 +33,7 @@ import pwd
 import re
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -169,13 +172,20 @@ def prepare_env(root, state, course, log):
     # reset it from /etc/profile and lose python, nbgrader and jupyter.
     (env / "etc" / "jupyter" / "jupyter_server_config.json").write_text(json.dumps(
         {"ServerApp": {"terminado_settings": {"shell_command": ["/bin/bash"]}}}, indent=1))
-    course_id = load_config(root).CourseDirectory.course_id
+    shutil.copy2(FILES / "tinytorch_exchange.py", Path(site, "tinytorch_exchange.py"))
     (env / "etc" / "jupyter" / "nbgrader_config.py").write_text(
-        '"""nbgrader on the class hub (./course hub): the exchange shared by all accounts."""\n'
-        "c = get_config()  # noqa: F821\n"
-        f"c.Exchange.root = {str(state / 'exchange')!r}\n"
-        f"c.CourseDirectory.course_id = {course_id!r}\n")
+        exchange_config(state / "exchange", load_config(root).CourseDirectory.course_id))
     return env
+
+
+def exchange_config(exchange, course_id):
+    """The servers' nbgrader configuration: the exchange shared by all accounts, and private
+    submissions (hub_files/tinytorch_exchange.py, installed beside nbgrader)."""
+    return ('"""nbgrader on the class hub (./course hub): the exchange shared by all accounts."""\n'
+            "c = get_config()  # noqa: F821\n"
+            f"c.Exchange.root = {str(exchange)!r}\n"
+            f"c.CourseDirectory.course_id = {course_id!r}\n"
+            'c.ExchangeFactory.submit = "tinytorch_exchange.PrivateSubmit"\n')
 
 
 def prepare_proxy(state, log):
@@ -193,6 +203,45 @@ def prepare_proxy(state, log):
             shutil.copy2(FILES / name, proxy / name)
         run(["npm", "ci", "--omit=dev", "--no-audit", "--no-fund"], "npm ci of configurable-http-proxy", cwd=proxy)
     return command
+
+
+# nbgrader's exchange below its root, as nbgrader's own release makes it (exchange/default/
+# release_assignment.py, release_feedback.py): learners read outbound, hand in to inbound without
+# seeing it (setgid: submissions belong to the instructor's group), and reach feedback only by the
+# name of their own file. Added: the sticky bit on inbound, so that a learner who learns the name of
+# another's submission still cannot rename or delete it (and `PrivateSubmit` keeps it unreadable).
+EXCHANGE_FOLDERS = {"": 0o755, "outbound": 0o755, "inbound": 0o3733, "feedback": 0o711}
+
+
+def prepare_exchange(state, course_id, instructor):
+    """exchange/: nbgrader's exchange root, open to every account with the sticky bit (1777, as
+    /tmp: no account can rename or remove what another made there), and the course's folder in it
+    with inbound, outbound and feedback, made for the instructor now, before any learner can log
+    in. A course folder that someone else made first is refused, never reused."""
+    exchange = state / "exchange"
+    exchange.mkdir(exist_ok=True)
+    os.chown(exchange, 0, 0)
+    exchange.chmod(0o1777)
+    account = pwd.getpwnam(instructor)
+    for name, mode in EXCHANGE_FOLDERS.items():
+        folder = exchange / course_id / name
+        try:
+            folder.mkdir()
+            os.chown(folder, account.pw_uid, account.pw_gid)
+        except FileExistsError:
+            pass
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != account.pw_uid:
+            try:
+                owner = pwd.getpwuid(info.st_uid).pw_name
+            except KeyError:
+                owner = info.st_uid
+            raise CourseError(f"{folder} is not a folder of the instructor {instructor!r} (owner: {owner}): "
+                              "another account made it, so it cannot be trusted. Move it out of the exchange "
+                              "(as root), look at what it holds, and run ./course hub again")
+        os.chown(folder, account.pw_uid, account.pw_gid, follow_symlinks=False)
+        os.chmod(folder, mode)  # a folder, not a link (lstat above)
+    return exchange
 
 
 def prepare_config(state, course):
@@ -260,7 +309,10 @@ def prepare(root, state, roster=None, instructor="instructor", homes="/home", po
     if root.stat().st_mode & 0o007:
         root.chmod(root.stat().st_mode & ~0o007)
         log(f"  closed {root} to other accounts (chmod o-rwx): it holds solutions and hidden tests")
-    passwords = {name: ensure_account(name, homes, log) for name in [instructor, *learners]}
+    passwords = {instructor: ensure_account(instructor, homes, log)}
+    # the exchange's course folder is the instructor's before any learner account exists
+    prepare_exchange(state, load_config(root).CourseDirectory.course_id, instructor)
+    passwords.update({name: ensure_account(name, homes, log) for name in learners})
     made = {name: password for name, password in passwords.items() if password}
     if made:
         accounts = state / "accounts.csv"
@@ -273,9 +325,6 @@ def prepare(root, state, roster=None, instructor="instructor", homes="/home", po
     course = prepare_course(root, instructor, state / "roster.csv", log)
     env = prepare_env(root, state, course, log)
     proxy = prepare_proxy(state, log)
-    exchange = state / "exchange"
-    exchange.mkdir(exist_ok=True)
-    exchange.chmod(0o777)  # nbgrader's documented setup: `chmod ugo+rw` on the exchange root
     prepare_config(state, course)
     kit, _ = make_workspace(root, state / "kit", log=lambda message: None)
     for learner in learners:

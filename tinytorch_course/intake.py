@@ -2,12 +2,17 @@
 a submission (configured in nbgrader_config.py).
 
 * `SafeExtractor` (nbgrader's zip_collect extractor): unpacks archives, and archives inside them,
-  without links, without mode bits, without paths that leave the folder, within size limits; a
-  file keeps the time its archive entry records (the LMS's upload time).
+  without links, without mode bits, without paths that leave the folder, within size limits. It
+  notes where each file came from (`origins`): the LMS archive it was in and its time, which is
+  the LMS archive's own entry time (for a file from an archive inside it, the entry time of that
+  archive: a learner writes the dates inside their own archive), or the collector's clock for a
+  file that was in no archive.
 * `RosterCollector` (zip_collect's collector): a file counts only for a learner on the roster whose
-  id its name carries, and only if no folder on its path belongs to another learner (an LMS
-  archive puts each learner's uploads in a folder of their own; a nested archive named for a
-  learner is such a folder too); its timestamp is the archive entry's time, never the learner's.
+  id its name carries, and only if no folder on its path in the LMS archive belongs to another
+  learner (an LMS archive puts each learner's uploads in a folder of their own, `<id>` or
+  `<id>_...`; a nested archive named for a learner is such a folder too). In an archive that has
+  such upload areas, every folder at their level is one: a file in an upload area that is no
+  roster learner's counts for no one. Its timestamp is the one `SafeExtractor` noted.
 * `TrustedExchangeCollect` (nbgrader's exchange collect): skips a submission whose folder is not
   owned by the learner it names, takes its time from the folder's change time (the learner can set
   a folder's name and modification time, not its change time), and copies regular files only.
@@ -21,6 +26,7 @@ from pathlib import Path
 import re
 import shutil
 import stat
+import time
 import zipfile
 
 from nbgrader.exchange.default.collect import ExchangeCollect
@@ -86,7 +92,11 @@ class SafeExtractor(ExtractorPlugin):
     max_total_mb = Integer(2048, help="most taken from all archives together").tag(config=True)
 
     def extract(self, archive_path, extracted_path):
+        """Unpack every archive of `archive_path` into a folder of its name in `extracted_path` (and
+        copy the other files); `origins` then maps each file written to `(the folder of its LMS
+        archive, or None, its time in seconds)`."""
         self._left = self.max_total_mb << 20
+        self.origins = {}
         for top, _, names in os.walk(archive_path):
             target = Path(extracted_path) / os.path.relpath(top, archive_path)
             for name in sorted(names):
@@ -94,15 +104,17 @@ class SafeExtractor(ExtractorPlugin):
                 if path.is_symlink() or not path.is_file():
                     continue
                 if zipfile.is_zipfile(path):
-                    self._unzip(path, target / name, depth=1)
+                    self._unzip(path, target / name, depth=1, lms=Path(os.path.normpath(target / name)))
                 else:
                     target.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(path, target / name)
+                    self.origins[os.path.normpath(target / name)] = (None, time.time())
         sanitize(extracted_path)
 
-    def _unzip(self, archive, target, depth):
+    def _unzip(self, archive, target, depth, lms, stamp=None):
         """Unpack `archive` into the folder `target` (an archive inside it into a folder named
-        after it, down to MAX_NESTING levels)."""
+        after it, down to MAX_NESTING levels). `lms` is the folder of the LMS archive; `stamp` the
+        time of every file (None: each entry's own time, for the LMS archive itself)."""
         try:
             entries = zipfile.ZipFile(archive).infolist()
         except (zipfile.BadZipFile, OSError) as error:
@@ -123,12 +135,14 @@ class SafeExtractor(ExtractorPlugin):
                 with z.open(entry) as source, open(destination, "wb") as out:
                     shutil.copyfileobj(source, out, length=1 << 20)
                 self._left -= entry.file_size
-                stamp = datetime.datetime(*entry.date_time).timestamp()
-                os.utime(destination, (stamp, stamp))
+                when = datetime.datetime(*entry.date_time).timestamp() if stamp is None else stamp
+                os.utime(destination, (when, when))
                 if depth < MAX_NESTING and zipfile.is_zipfile(destination):
                     nested = destination.with_name(destination.name + ".contents")
-                    self._unzip(destination, nested, depth + 1)
+                    self._unzip(destination, nested, depth + 1, lms, when)
                     destination.unlink()
+                else:
+                    self.origins[os.path.normpath(destination)] = (lms, when)
 
 
 class RosterCollector(FileNameCollectorPlugin):
@@ -148,23 +162,49 @@ class RosterCollector(FileNameCollectorPlugin):
                 self.problems.append(f"{shown}: the name is not <student-id>_NN_name.ipynb")
             return None
         student = found["student_id"]
-        roster = self._roster()
-        if not STUDENT_ID.match(student) or student not in roster:
+        if not STUDENT_ID.match(student) or student not in self._roster():
             self.problems.append(f"{shown}: no learner {printable(student)!r} on the roster")
             return None
-        owners = {part.split("_")[0] for part in Path(submitted_file).parent.parts
-                  if part.split("_")[0] in roster}
+        path = os.path.normpath(submitted_file)
+        lms, stamp = self._origins()[path]
+        folders = Path(path).relative_to(lms).parts[:-1] if lms else ()
+        owners = {self._owner(folder) for folder in folders} - {None}
         if owners - {student}:
             self.problems.append(f"{shown}: named for {student}, but in the folder of "
                                  f"{', '.join(sorted(owners - {student}))}")
             return None
+        level = self._upload_level(lms) if lms else None
+        if level is not None and len(folders) > level and self._owner(folders[level]) is None:
+            self.problems.append(f"{shown}: named for {student}, but in the upload area "
+                                 f"{printable(folders[level])!r} of no learner on the roster")
+            return None
         if any(c["student_id"] == student and c["file_id"] == found["file_id"] for c in self.collected):
             self.problems.append(f"{shown}: {student} handed in this notebook more than once "
                                  "(the newest counts)")
-        when = datetime.datetime.fromtimestamp(os.stat(submitted_file).st_mtime, datetime.timezone.utc)
+        when = datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc)
         found = dict(found, timestamp=when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
         self.collected.append(found)
         return found
+
+    def _origins(self):
+        extractor = getattr(self.parent, "extractor_plugin_inst", None)
+        if not isinstance(extractor, SafeExtractor):
+            raise TypeError("RosterCollector takes each file's origin from SafeExtractor: set "
+                            "c.ZipCollectApp.extractor_plugin = 'tinytorch_course.intake.SafeExtractor'")
+        return extractor.origins
+
+    def _owner(self, folder):
+        """The roster learner whose upload area `folder` is (`<id>` or `<id>_...`), or None."""
+        learner = folder.split("_")[0]
+        return learner if learner in self._roster() else None
+
+    def _upload_level(self, lms):
+        """How deep the learners' upload areas are in the LMS archive unpacked at `lms`: the first
+        level of folders at which a roster learner has one (None: the archive has none)."""
+        levels = [index for path, (origin, _) in self._origins().items() if origin == lms
+                  for index, folder in enumerate(Path(path).relative_to(lms).parts[:-1])
+                  if self._owner(folder)]
+        return min(levels, default=None)
 
     @staticmethod
     def _extracted(path):

@@ -39,7 +39,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Float, Integer, Unicode
 
-from . import notebooks, verdicts
+from . import grading_cache, notebooks, verdicts
 from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 
 HERE = Path(__file__).resolve().parent
@@ -83,11 +83,11 @@ def package_owners(root):
 def reference_package(root, module_id, cache_dir):
     """A compiled copy of the reference package without the modules that `module_id` or a later
     notebook exports (a submission must not import the answer it is graded on); cached."""
-    digest = verdicts.source_digest(root, module_id)
+    owners = package_owners(root)
+    digest = grading_cache.key(root, module_id, json.dumps(owners, sort_keys=True))
     target = Path(cache_dir) / "reference" / f"{module_id}-{digest}"
     if target.is_dir():
         return target
-    owners = package_owners(root)
     later = {name for name, owner in owners.items() if owner >= module_id}
     staging = Path(tempfile.mkdtemp(prefix="reference-", dir=Path(cache_dir)))
     source = Path(root) / "tinytorch"

@@ -17,7 +17,6 @@ grader's own process:
 A cell whose kernel reported no error although its records show a failed or missing check is
 reported as interference (the submission hid an error from nbgrader).
 """
-import hashlib
 import json
 import os
 import tempfile
@@ -31,7 +30,7 @@ from traitlets import Dict, Set, Unicode
 
 from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
 
-from . import notebooks
+from . import grading_cache, notebooks
 from .kernels import UnixSocketKernelManager
 
 RECORDS_ENV = "TINYTORCH_RECORDS"
@@ -296,18 +295,10 @@ def execute_recording(notebook, workdir, records_path, kernel_name, timeout=120,
     return executor.cell_records
 
 
-def source_digest(root, module_id):
-    """What the answer key's records depend on: the source notebook and the reference package."""
-    digest = hashlib.sha256(notebooks.notebook_path(root, "modules", module_id).read_bytes())
-    for path in sorted((Path(root) / "tinytorch").rglob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def reference_records(root, module_id, cache_dir, kernel_name):
     """`{grade id: records}` of the answer key: the source notebook run with its solutions,
-    cached in `cache_dir` by `source_digest`."""
-    cache = Path(cache_dir) / f"{module_id}-{source_digest(root, module_id)}.json"
+    cached in `cache_dir` under the digest of what it is made from (`grading_cache.key`)."""
+    cache = Path(cache_dir) / f"{module_id}-{grading_cache.key(root, module_id)}.json"
     if cache.is_file():
         return json.loads(cache.read_text())
     cache.parent.mkdir(parents=True, exist_ok=True)
