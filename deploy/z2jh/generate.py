@@ -46,11 +46,9 @@ EXCHANGE_CLAIM = "tinytorch-exchange"
 FIRST_UID = 2000  # the instructor's; learners follow in roster order (accounts of their own, as useradd makes)
 # The exchange's layout, made before any user's server starts (an init container in every pod, as root):
 # the root sticky (no account can rename or replace another's entries), the course's folders the
-# instructor's, with the modes nbgrader's own `release` gives them, and inbound sticky too (a learner
-# who learns the name of another's submission still cannot rename or delete it).
-EXCHANGE_LAYOUT = [(".", 0o1777, "root"), ("{course}", 0o755, "instructor"),
-                   ("{course}/inbound", 0o3733, "instructor"), ("{course}/outbound", 0o755, "instructor"),
-                   ("{course}/feedback", 0o711, "instructor")]
+# instructor's, with the modes `./course hub` gives them (hub.EXCHANGE_FOLDERS).
+EXCHANGE_LAYOUT = [(".", 0o1777, "root"), *((f"{{course}}/{name}".rstrip("/"), mode, "instructor")
+                                            for name, mode in hub.EXCHANGE_FOLDERS.items())]
 
 
 def exchange_layout(course_id):
@@ -64,11 +62,7 @@ def server_files(exchange, course_id):
         # Terminals: a plain bash keeps the server's PATH (the servers' Python first).
         "jupyter_server_config.json": json.dumps(
             {"ServerApp": {"terminado_settings": {"shell_command": ["/bin/bash"]}}}, indent=1),
-        "nbgrader_config.py":
-            '"""nbgrader on the class hub (./course hub): the exchange shared by all accounts."""\n'
-            "c = get_config()  # noqa: F821\n"
-            f"c.Exchange.root = {exchange!r}\n"
-            f"c.CourseDirectory.course_id = {course_id!r}\n",
+        "nbgrader_config.py": hub.exchange_config(exchange, course_id),
     }
 
 
@@ -233,6 +227,7 @@ def write(root, roster, out, instructor="instructor", image="tinytorch-singleuse
     build.mkdir(parents=True)
     for name in ("Dockerfile", "tinytorch-start"):
         shutil.copy2(HERE / name, build / name)
+    shutil.copy2(hub.FILES / "tinytorch_exchange.py", build / "tinytorch_exchange.py")  # learners' private submit
     make_workspace(root, build, log=lambda message: None)
     (build / f"{KIT_NAME}.zip").unlink()
     grader_kernels(build)
