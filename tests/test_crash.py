@@ -6,11 +6,13 @@ import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
 from tinytorch_course import grading, notebooks
 from tinytorch_course.learner import is_visible_test
+from tinytorch_course.sandbox import cell_to_reset
 from tinytorch_course.workspace import make_workspace
 
 from conftest import REPO
@@ -59,6 +61,21 @@ def test_check_reports_a_dead_kernel_and_prints_the_whole_table(tmp_path):
 
 
 # ---------------------------------------------------------------- grading
+
+
+def test_a_crash_resets_the_last_solution_cell_at_or_before_it_that_is_not_a_stub_yet():
+    def cell(source, gid=None, solution=False, grade=False):
+        meta = {"nbgrader": {"grade_id": gid, "solution": solution, "grade": grade}} if gid else {}
+        return nbformat.v4.new_code_cell(source, metadata=meta)
+
+    stubs = {"a": "raise NotImplementedError()", "b": "raise NotImplementedError()"}
+    notebook = nbformat.v4.new_notebook(cells=[
+        cell("import numpy"), cell("def a(): 1", "a", solution=True), cell("a()", "a_test", grade=True),
+        cell(stubs["b"], "b", solution=True), cell("b()", "b_test", grade=True), cell("print('given')")])
+    assert [cell_to_reset(notebook, running, stubs) for running in [None, 0, 1, 2, 3, 4, 5, 9]] == [
+        None, None, 1, 1, 1, 1, 1, 1]  # 3 is its stub already; 9: the grader's own last cell
+    notebook.cells[3].source = "def b(): 2"
+    assert [cell_to_reset(notebook, running, stubs) for running in [2, 3, 4, 5]] == [1, 3, 3, 3]
 
 
 @pytest.fixture(scope="module")
