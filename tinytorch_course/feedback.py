@@ -118,7 +118,8 @@ class SafeHTMLExporter(HTMLExporter):
         labels = toc_labels(nb)
         page, resources = super().from_notebook_node(nb, resources, **kw)
         page = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
-                      lambda m: f'<a href="#{m.group(1)}">{html.escape(labels.get(m.group(1), m.group(1)))}</a>', page)
+                      lambda m: f'<a href="#{m.group(1)}">{html.escape(labels.get(m.group(1), m.group(1)))}</a>',
+                      page)
         meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         return re.sub(r"<head[^>]*>", lambda m: m.group(0) + "\n" + meta, page, count=1), resources
 

@@ -195,9 +195,6 @@ def _copy(notebook):
 
 
 KERNEL_DIED = "tinytorch_kernel_died"  # notebook metadata of a run whose kernel died: what happened
-LOOK_AT = ("look in that cell, and in the code it calls, for what ends the process: os._exit or os.abort, "
-           "memory running out, or a crash in C code such as a numpy view that reads outside its array "
-           "(as_strided with a layout that reaches past its storage)")
 
 
 def execute(root, notebook, workdir, timeout=120):
@@ -246,7 +243,8 @@ def mark_dead_kernel(notebook, index, returncode):
     import nbformat
 
     where = nbcells.describe_cell(notebook, index)
-    story = f"the kernel died while {where} ran ({how_it_ended(returncode)}): {LOOK_AT}"
+    story = (f"the kernel died while {where} ran ({how_it_ended(returncode)}): look in that cell, "
+             f"{nbcells.CRASH_CAUSES}")
     notebook.metadata[KERNEL_DIED] = story
     notebook.cells[index].outputs.append(nbformat.v4.new_output(
         "error", ename="DeadKernelError", evalue=story, traceback=[]))

@@ -9,6 +9,9 @@ import re
 import nbformat
 
 MODULE_PATTERN = re.compile(r"^\d\d_[a-z_]+$")
+CRASH_CAUSES = ("and in the code it calls, for what ends the process: os._exit or os.abort, memory running "
+                "out, or a crash in C code such as a numpy view that reads outside its array (as_strided with "
+                "a layout that reaches past its storage)")  # what to look for when a kernel died
 
 
 def module_ids(root):

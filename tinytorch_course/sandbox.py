@@ -283,10 +283,8 @@ class SandboxedExecute(verdicts.RecordingExecute):
                        "The grader ran the notebook again in a fresh kernel with this cell as handed out "
                        "(its stub, raise NotImplementedError()): the tests that use it score 0, the others "
                        "keep their points.",
-                       "Look in this cell (and what it calls) for code that ends the process (os._exit, "
-                       "os.abort, a crash in C code), a numpy view that reads outside its array "
-                       "(as_strided with a wrong layout), or a memory limit reached; run it with "
-                       "./learn check to see the cell die."])]
+                       f"Look in this cell, {notebooks.CRASH_CAUSES}; ./learn check shows where the "
+                       "kernel dies."])]
         return (f"the kernel died while {where} ran{said}; graded again with "
                 f"{notebooks.describe_cell(submitted, reset)} as its stub")
 
