@@ -647,7 +647,9 @@ def test_a_dead_kernel_costs_only_what_depends_on_the_cell_that_died(graded, stu
 
 def test_a_kernel_that_dies_before_any_exercise_fails_with_its_reason(graded):
     got = entry(graded, "crash-early")
-    assert got["status"] == "failed" and re.match(r"the kernel died in cell \d+ \(exit", got["reasons"][0]), got
+    assert got["status"] == "failed", got
+    assert re.match(r'the kernel died in cell \d+ \(under "Module 01 — The Tensor"\) \(exit, crash or resource limit\)'
+                    r".*, before any exercise that could be reset to its stub$", got["reasons"][0]), got
 
 
 def test_output_flood_is_cut(graded):

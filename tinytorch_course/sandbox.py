@@ -217,6 +217,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
                          else cell_to_reset(attempt, self._running, stubs))
                 if reset is None:
                     outcome["died_in_cell"], outcome["kernel_log"] = self._running, self._kernel_log
+                    outcome["died_in"], outcome["reruns"] = notebooks.describe_cell(nb, self._running), len(crashes)
                     raise
                 crashes.append((self._running, reset, self._kernel_log))
         notes = [self._explain_crash(nb, executed, *crash) for crash in crashes]
