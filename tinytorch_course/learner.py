@@ -212,18 +212,18 @@ def execute(root, notebook, workdir, timeout=120):
         cell.outputs, cell.execution_count = [], None
     running = {}
 
-    def note_start(cell, cell_index):
+    def note_running(cell, cell_index):
         running.update(index=cell_index, provisioner=client.km.provisioner)
 
     client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
                             kernel_manager_class=UnixSocketKernelManager,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            resources={"metadata": {"path": str(workdir)}}, on_cell_start=note_start)
+                            resources={"metadata": {"path": str(workdir)}}, on_cell_execute=note_running)
     try:
         client.execute(env={**kernel_env(root), "NBGRADER_EXECUTION": "validate"})
     except DeadKernelError:
         process = getattr(running.get("provisioner"), "process", None)
-        mark_dead_kernel(notebook, running.get("index", 0), getattr(process, "returncode", None))
+        mark_dead_kernel(notebook, running.get("index"), getattr(process, "returncode", None))
     return notebook
 
 
@@ -239,20 +239,20 @@ def how_it_ended(returncode):
 
 
 def mark_dead_kernel(notebook, index, returncode):
-    """Error outputs for a kernel that died in cell `index`: that cell says so, later cells did not run."""
+    """Error outputs for a kernel that died in code cell `index` (None: before any cell ran): that
+    cell says so, later cells did not run."""
     import nbformat
 
-    where = nbcells.describe_cell(notebook, index)
-    story = (f"the kernel died while {where} ran ({how_it_ended(returncode)}): look in that cell, "
-             f"{nbcells.CRASH_CAUSES}")
+    when = "it started" if index is None else f"{nbcells.describe_cell(notebook, index)} ran"
+    story = f"the kernel died while {when} ({how_it_ended(returncode)}): look in that cell, {nbcells.CRASH_CAUSES}"
     notebook.metadata[KERNEL_DIED] = story
-    notebook.cells[index].outputs.append(nbformat.v4.new_output(
-        "error", ename="DeadKernelError", evalue=story, traceback=[]))
-    for cell in notebook.cells[index + 1:]:
+    if index is not None:
+        notebook.cells[index].outputs.append(nbformat.v4.new_output(
+            "error", ename="DeadKernelError", evalue=story, traceback=[]))
+    for cell in notebook.cells[0 if index is None else index + 1:]:
         if cell.cell_type == "code":
             cell.outputs = [nbformat.v4.new_output(
-                "error", ename="NotRun", evalue=f"not run: the kernel died before, while {where} ran",
-                traceback=[])]
+                "error", ename="NotRun", evalue=f"not run: the kernel died before, while {when}", traceback=[])]
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
