@@ -286,8 +286,8 @@ class SandboxedExecute(verdicts.RecordingExecute):
                        "keep their points.",
                        f"Look in this cell, {notebooks.CRASH_CAUSES}; ./learn check shows where the "
                        "kernel dies."])]
-        return (f"the kernel died while {where} ran{said}; graded again with "
-                f"{notebooks.describe_cell(submitted, reset)} as its stub")
+        again = "that cell" if reset == running else notebooks.describe_cell(submitted, reset)
+        return f"the kernel died while {where} ran{said}; graded again with {again} as its stub"
 
     def _lay_out(self, job_dir, spec, resources):
         """The job folder: the kernel's `work/` (the other files next to the notebook, regular
