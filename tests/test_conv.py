@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
+import tinytorch.conv
 from tinytorch.autograd import Tensor, gradcheck
-from tinytorch.conv import (AvgPool2d, BatchNorm2d, Conv2d, MaxPool2d, _images_last, _pad_images_last,
-                            avg_pool2d, batch_norm, conv2d, max_pool2d, unfold_view)
+from tinytorch.conv import (AvgPool2d, BatchNorm2d, Conv2d, MaxPool2d, _array_view, _images_last, _pad_images_last,
+                            avg_pool2d, batch_norm, conv2d, max_pool2d, unfold_view, window_layout)
 from tinytorch.tensor_base import manual_seed
 
 settings.register_profile("tinytorch", max_examples=30, deadline=None)
@@ -245,6 +246,33 @@ def test_unfold_view_is_a_zero_copy_view_of_the_windows():
     t = x.permute(0, 1, 3, 2)  # a non-contiguous input: still a view
     assert unfold_view(t, 2).storage is x.storage
     assert np.array_equal(unfold_view(t, 2).numpy()[0, 0, 1, 2], t.numpy()[0, 0, 1:3, 2:4])
+
+
+def test_a_window_view_is_checked_against_its_input_before_it_is_made():
+    """The given window view checks a layout against the input's memory (module 01's check_layout) before
+    numpy's as_strided, which checks nothing: a wrong window count is an error in the cell that uses it,
+    never a read of foreign memory that kills the kernel later."""
+    a = np.arange(60.0)
+    inner = a[10:50].reshape(4, 10)[:, ::-1]  # a view in the middle of its buffer, with a negative stride
+    last = _array_view(inner, (4, 10), (10, -1), "a layout")  # ends exactly at the input's last element
+    assert np.array_equal(last, inner)
+    for shape, strides in [((5, 10), (10, -1)), ((4, 11), (10, -1)), ((4, 10), (10, 1))]:  # one past an end
+        with pytest.raises(RuntimeError, match=r"a layout reads outside its input: shape .*, strides .* and "
+                                               r"offset 9 reach outside a storage of 40 elements: fix"):
+            _array_view(inner, shape, strides, "a layout", hint=": fix")
+
+    def forgets_dilation(shape, strides, kernel_size, stride=(1, 1), dilation=(1, 1)):  # a learner's slip
+        windows, window_strides = window_layout(shape, strides, kernel_size, stride, (1, 1))
+        return windows, window_strides[:4] + tuple(s * d for s, d in zip(window_strides[4:], dilation))
+
+    x, w = np.ones((1, 1, 7, 7)), np.ones((1, 1, 3, 3))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tinytorch.conv, "window_layout", forgets_dilation)
+        with pytest.raises(RuntimeError, match=r"window_layout\(\(1, 1, 7, 7\), .*, \(3, 3\), stride=\(1, 1\), "
+                                               r"dilation=\(2, 2\)\) = .* reads outside its "
+                                               r"input: .* outside a storage of 49 elements: check its window count"):
+            conv2d(Tensor.tensor(x), Tensor.tensor(w), dilation=2)
+    assert conv2d(Tensor.tensor(x), Tensor.tensor(w), dilation=2).shape == (1, 1, 3, 3)
 
 
 def test_errors_name_shapes_and_the_fix():

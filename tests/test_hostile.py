@@ -318,6 +318,7 @@ def _kernel_trouble(solution, release, name):
         "sys-exit": {name: first(solution(), "import sys\nsys.exit()")},
         "os-exit": {name: first(solution(), "import os\nos._exit(1)")},
         "crash": {name: first(solution(), "import ctypes\nctypes.string_at(0)")},
+        "crash-early": {name: _before_every_exercise(solution(), "import os\nos._exit(1)")},
         "memory-bomb": {name: first(solution(), (
             "def bomb():\n    hog = []\n    while True:\n        hog.append(bytearray(64 << 20))\nbomb()"))},
         "flood": {name: first(solution(), "for _ in range(300):\n    print('x' * 1_000_000)")},
@@ -331,6 +332,14 @@ def _kernel_trouble(solution, release, name):
                         "tinytorch/__init__.py": b"SHADOWED = True\n",
                         "tinytorch/tensor_base.py": b"SHADOWED = True\n"},
     }
+
+
+def _before_every_exercise(notebook, code):
+    """`code` at the top of the first code cell that is not nbgrader's (the module's imports)."""
+    cell = next(c for c in notebook.cells if c.cell_type == "code" and "nbgrader" not in c.metadata
+                and "default_exp" not in c.source)
+    cell.source = code + "\n" + cell.source
+    return notebook
 
 
 def _broken_notebooks(solution, name):
@@ -637,9 +646,20 @@ def test_a_loop_that_ignores_interrupts_is_stopped_and_reported(graded):
 
 
 @pytest.mark.parametrize("student", ["os-exit", "crash"])
-def test_a_dead_kernel_fails_with_its_reason(graded, student):
+def test_a_dead_kernel_costs_only_what_depends_on_the_cell_that_died(graded, student):
+    """The notebook is graded again with that exercise's cell as its stub; the feedback says why."""
     got = entry(graded, student)
-    assert got["status"] == "failed" and "kernel died" in got["reasons"][0], got
+    assert got["status"] == "graded" and 0 < got["score"] < maximum(graded), got
+    assert any(re.match(r"the kernel died while cell \d+ \(dtypes, under .*; graded again with that cell as its "
+                        r"stub$", note) for note in got["notes"]), got
+    assert "KernelDied: the kernel died while cell" in feedback(graded, student)
+
+
+def test_a_kernel_that_dies_before_any_exercise_fails_with_its_reason(graded):
+    got = entry(graded, "crash-early")
+    assert got["status"] == "failed", got
+    assert re.match(r'the kernel died in cell \d+ \(under "Module 01 — The Tensor"\) \(exit, crash or resource limit\)'
+                    r".*, before any exercise that could be reset to its stub$", got["reasons"][0]), got
 
 
 def test_output_flood_is_cut(graded):

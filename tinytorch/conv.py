@@ -14,6 +14,7 @@ import numpy as np
 from .autograd import Function, Tensor, as_array
 from .parallel import MIN_ELEMENTS_LIGHT, split_rows
 from .nn import Module, Parameter, _write, kaiming_uniform_, uniform_
+from .tensor_base import check_layout
 
 # %% ../modules/08_conv/08_conv.ipynb #78c8a518
 def _pair(value, name):
@@ -24,6 +25,21 @@ def _pair(value, name):
             isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
         return int(value[0]), int(value[1])
     raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
+
+
+def _array_view(a, shape, strides, what, hint=""):
+    """A view of the numpy array `a` read through `shape` and `strides` (in elements, counted from `a`'s
+    first element), once module 01's `check_layout` has found every element inside `a`'s memory.
+
+    numpy's `as_strided` checks nothing: a view that reaches past its buffer reads foreign memory, and
+    the kernel may die later, in another cell. The error names the layout's origin (`what`) and `hint`."""
+    item = a.itemsize
+    low, high = np.lib.array_utils.byte_bounds(a)
+    try:
+        check_layout(shape, strides, (a.__array_interface__["data"][0] - low) // item, (high - low) // item)
+    except RuntimeError as error:
+        raise RuntimeError(f"{what} reads outside its input: {error}{hint}") from None
+    return np.lib.stride_tricks.as_strided(a, shape, tuple(s * item for s in strides))
 
 # %% ../modules/08_conv/08_conv.ipynb #0a452a48
 def window_layout(shape, strides, kernel_size, stride=(1, 1), dilation=(1, 1)):
@@ -65,8 +81,11 @@ def unfold_view(x, kernel_size, stride=1, dilation=1):
 def _windows(a, kernel_size, stride, dilation):
     """The same window view of a 4-d numpy array (used inside the Functions below; no copy)."""
     item = a.itemsize
-    shape, strides = window_layout(a.shape, tuple(s // item for s in a.strides), kernel_size, stride, dilation)
-    return np.lib.stride_tricks.as_strided(a, shape, tuple(s * item for s in strides))
+    layout = a.shape, tuple(s // item for s in a.strides)
+    shape, strides = window_layout(*layout, kernel_size, stride, dilation)
+    return _array_view(a, shape, strides, f"window_layout({layout[0]}, {layout[1]}, {kernel_size}, stride={stride}, "
+                       f"dilation={dilation}) = ({shape}, {strides})",
+                       hint=": check its window count (OH, OW) and its strides")
 
 
 def _pad(a, padding, value=0.0):

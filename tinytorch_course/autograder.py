@@ -226,7 +226,10 @@ def _autograde_job(job):
                               f"notebook{where}; stopped")
     elif "died_in_cell" in job:
         last = f": {job['kernel_log']}" if job.get("kernel_log") else ""
-        job["reasons"].append(f"the kernel died{where} (exit, crash or resource limit){last}")
+        again = (f", again after {job['reruns']} run(s) with the exercises before it reset to their stubs"
+                 if job.get("reruns") else ", before any exercise that could be reset to its stub")
+        job["reasons"].append(f"the kernel died in {job.get('died_in') or cell} (exit, crash or resource "
+                              f"limit){last}{again}")
     else:
         log = result.get("log", "")
         errors = [line.strip() for line in log.splitlines()

@@ -2,11 +2,14 @@
 in nbgrader_config.py).
 
 * `RedactHidden` removes every line of hidden-test source from every output of the notebook (a
-  submission can print what it read of the tests while they ran) and cuts a hidden test's
-  traceback to its last line. It runs before ClearHiddenTests, which removes the markers it reads.
+  submission can print what it read of the tests while they ran), cuts a hidden test's traceback to
+  its last line and drops the value a hidden test cell shows last (`Out[..]`: a recorded result,
+  which reads like a failure when it is an expected error). It runs before ClearHiddenTests, which
+  removes the markers it reads.
 * `SafeHTMLExporter` is nbconvert's HTMLExporter with HTML sanitizing on (markdown cells and
   outputs go through nbconvert's sanitizer; script, SVG and JavaScript outputs are dropped) and a
-  Content-Security-Policy that lets the page load nothing and run no script. Code is shown
+  Content-Security-Policy that lets the page load nothing and run no script. Its list of tests names
+  each by its grade id and the exercise heading above it (nbgrader's says "Test cell"). Code is shown
   without syntax colours: nbconvert's page post-processing parses every tag of the page, and
   Pygments' thousands of colour spans made the feedback page cost as much as grading the notebook.
   Its compiled Jinja templates are kept for the life of the process (`CompiledTemplates`): a
@@ -21,7 +24,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import default
 
 from .leaks import MIN_SECRET_LENGTH, split_regions
-from .notebooks import HIDDEN_MARKERS
+from .notebooks import HIDDEN_MARKERS, grade_id, heading_before, is_test
 
 REDACTED = "[a line of a hidden test, removed by the grader]"
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
@@ -56,6 +59,8 @@ class RedactHidden(NbGraderPreprocessor):
         if cell.cell_type != "code":
             return cell, resources
         in_hidden_test = HIDDEN_MARKERS[0] in cell.source
+        if in_hidden_test:  # the value of a hidden test's last line (a recorded result) is no verdict
+            cell.outputs = [o for o in cell.get("outputs", []) if o.output_type != "execute_result"]
         for output in cell.get("outputs", []):
             if output.output_type == "stream":
                 output.text = redact(output.text, self._secrets)
@@ -110,6 +115,22 @@ class SafeHTMLExporter(HTMLExporter):
 
     def from_notebook_node(self, nb, resources=None, **kw):
         self.sanitize_html = True  # whatever the configuration says
-        html, resources = super().from_notebook_node(nb, resources, **kw)
+        labels = toc_labels(nb)
+        page, resources = super().from_notebook_node(nb, resources, **kw)
+        page = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
+                      lambda m: f'<a href="#{m.group(1)}">{html.escape(labels.get(m.group(1), m.group(1)))}</a>',
+                      page)
         meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        return re.sub(r"<head[^>]*>", lambda m: m.group(0) + "\n" + meta, html, count=1), resources
+        return re.sub(r"<head[^>]*>", lambda m: m.group(0) + "\n" + meta, page, count=1), resources
+
+
+def toc_labels(notebook):
+    """`{grade id: "window_layout_hidden: hidden test of Exercise 1 — window_layout"}`: what the
+    feedback's list of tests calls each test cell (nbgrader's template says "Test cell" for all)."""
+    labels = {}
+    for index, cell in enumerate(notebook.cells):
+        if is_test(cell):
+            kind = "hidden test" if HIDDEN_MARKERS[0] in cell.source else "test"
+            heading = heading_before(notebook, index).replace("`", "")
+            labels[grade_id(cell)] = f"{grade_id(cell)}: {kind}" + (f" of {heading}" if heading else "")
+    return labels

@@ -194,21 +194,65 @@ def _copy(notebook):
     return nbformat.from_dict(json.loads(json.dumps(notebook)))
 
 
+KERNEL_DIED = "tinytorch_kernel_died"  # notebook metadata of a run whose kernel died: what happened
+
+
 def execute(root, notebook, workdir, timeout=120):
     """Run every cell of (a copy of) `notebook` in a fresh kernel, errors allowed, as nbgrader's
-    validate runs it (with $NBGRADER_EXECUTION set: demos run as short as when graded)."""
+    validate runs it (with $NBGRADER_EXECUTION set: demos run as short as when graded).
+
+    If the kernel dies, the cell that was running gets an error output that says so, every later
+    code cell one that says it did not run, and the notebook's metadata `KERNEL_DIED` the story."""
     from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
     from .kernels import UnixSocketKernelManager
 
     notebook = _copy(notebook)
     for cell in code_cells(notebook):
         cell.outputs, cell.execution_count = [], None
+    running = {}
+
+    def note_running(cell, cell_index):
+        running.update(index=cell_index, provisioner=client.km.provisioner)
+
     client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
                             kernel_manager_class=UnixSocketKernelManager,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            resources={"metadata": {"path": str(workdir)}})
-    client.execute(env={**kernel_env(root), "NBGRADER_EXECUTION": "validate"})
+                            resources={"metadata": {"path": str(workdir)}}, on_cell_execute=note_running)
+    try:
+        client.execute(env={**kernel_env(root), "NBGRADER_EXECUTION": "validate"})
+    except DeadKernelError:
+        process = getattr(running.get("provisioner"), "process", None)
+        mark_dead_kernel(notebook, running.get("index"), getattr(process, "returncode", None))
     return notebook
+
+
+def how_it_ended(returncode):
+    """A kernel process's exit status in words: `killed by SIGSEGV`, `exit status 3`."""
+    import signal
+
+    if returncode is None:
+        return "it stopped answering"
+    if returncode < 0:
+        return "killed by " + {s.value: s.name for s in signal.Signals}.get(-returncode, f"signal {-returncode}")
+    return f"exit status {returncode}"
+
+
+def mark_dead_kernel(notebook, index, returncode):
+    """Error outputs for a kernel that died in code cell `index` (None: before any cell ran): that
+    cell says so, later cells did not run."""
+    import nbformat
+
+    when = "it started" if index is None else f"{nbcells.describe_cell(notebook, index)} ran"
+    story = f"the kernel died while {when} ({how_it_ended(returncode)}): look in that cell, {nbcells.CRASH_CAUSES}"
+    notebook.metadata[KERNEL_DIED] = story
+    if index is not None:
+        notebook.cells[index].outputs.append(nbformat.v4.new_output(
+            "error", ename="DeadKernelError", evalue=story, traceback=[]))
+    for cell in notebook.cells[0 if index is None else index + 1:]:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output(
+                "error", ename="NotRun", evalue=f"not run: the kernel died before, while {when}", traceback=[])]
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -259,6 +303,10 @@ def do_check(root, key, log=print):
               for c in (release or notebook).cells if is_visible_test(c)}
     passed = all(reason is None for reason in results.values())
     log(format_check(mid, dotted, tests, points, results, exported))
+    for run, executed in runs.items():
+        if KERNEL_DIED in executed.metadata:
+            log(f"\nkernel died ({'in the notebook' if run == 'notebook' else f'against tinytorch.{dotted}'}): "
+                f"{executed.metadata[KERNEL_DIED]}; the cells after it did not run")
     save_state(root, mid, checked=check_digest(root, learner), passed=passed,
                tally=f"{sum(results[t, 'notebook'] is None and results[t, 'package'] is None for t in tests)}"
                      f"/{len(tests)}")

@@ -9,6 +9,9 @@ import re
 import nbformat
 
 MODULE_PATTERN = re.compile(r"^\d\d_[a-z_]+$")
+CRASH_CAUSES = ("and in the code it calls, for what ends the process: os._exit or os.abort, memory running "
+                "out, or a crash in C code such as a numpy view that reads outside its array (as_strided with "
+                "a layout that reaches past its storage)")  # what to look for when a kernel died
 
 
 def module_ids(root):
@@ -55,3 +58,24 @@ def is_test(cell):
 def cells_by_id(notebook):
     """Map grade id -> cell for every nbgrader cell of `notebook`."""
     return {grade_id(c): c for c in notebook.cells if grade_id(c)}
+
+
+def heading_before(notebook, index):
+    """The last markdown heading (`# ...` to `###### ...`) above cell `index`, without its `#`s
+    ("" if none): the part or exercise a cell belongs to."""
+    for cell in reversed(notebook.cells[:index]):
+        if cell.cell_type == "markdown":
+            found = [line.lstrip("#").strip() for line in cell.source.splitlines()
+                     if re.match(r"#{1,6}\s", line)]
+            if found:
+                return found[-1]
+    return ""
+
+
+def describe_cell(notebook, index):
+    """`cell 7 (window_layout_visible, under "Exercise 1 — ...")`: a cell as a learner finds it."""
+    cell = notebook.cells[index] if 0 <= index < len(notebook.cells) else None
+    gid = grade_id(cell) if cell is not None else None
+    heading = heading_before(notebook, index)
+    detail = ", ".join(([gid] if gid else []) + ([f'under "{heading}"'] if heading else []))
+    return f"cell {index}" + (f" ({detail})" if detail else "")

@@ -15,11 +15,15 @@ notebook it:
   limits; as root, a user id of its own that owns nothing else. Every process of the job dies with it;
 * executes the notebook with `RecordingExecute` (records per cell, hidden tests out of the
   kernel's history) under a whole-notebook deadline and an output cap;
+* if the kernel dies, executes it again in a fresh sandbox with the solution cell that was running
+  (or the last one before it) as the release's stub, at most `MAX_CRASHES` times within the same
+  deadline; the feedback shows the learner's code in that cell with an error saying what happened;
 * judges every graded test cell from its records against the answer key's (`verdicts`), marks
   the cells that fail, and notes what to flag for review (`resources["tinytorch"]`, and
   `FlagForReview` writes it into the gradebook).
 """
 import compileall
+import copy
 import hashlib
 import json
 import os
@@ -45,6 +49,7 @@ from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 HERE = Path(__file__).resolve().parent
 KERNEL_FILES = ["kernel_main.py", "kernel_guard.py"]
 UID_BASE = 2_000_000_000  # job user ids: 2e9 + a random number, owned by nothing on the machine
+MAX_CRASHES = 3  # runs again after a dead kernel, each with one more exercise reset to its stub
 
 
 class SandboxError(RuntimeError):
@@ -194,6 +199,40 @@ class SandboxedExecute(verdicts.RecordingExecute):
         reference, kernel, answer_key = prepare(root, module_id, self.cache_dir or default_cache_dir(root))
         self.skip_sources = notebooks.skipped_when_graded(  # the course's tags, not the submission's
             notebooks.read(notebooks.notebook_path(root, "modules", module_id)))
+        stubs = {gid: cell.source for gid, cell in notebooks.cells_by_id(
+            notebooks.read(notebooks.notebook_path(root, "release", module_id))).items()
+            if notebooks.is_solution(cell)}
+        outcome = self.job if self.job is not None else {}
+        deadline = time.monotonic() + self.notebook_timeout  # for every run of this notebook together
+        crashes = []  # (cell that was running, solution cell reset to its stub, the kernel's last words)
+        while True:
+            attempt = copy.deepcopy(nb)
+            for _, reset, _ in crashes:
+                attempt.cells[reset].source = stubs[notebooks.grade_id(attempt.cells[reset])]
+            try:
+                executed, guard_records = self._run(attempt, resources, km, reference, kernel, deadline, outcome)
+                break
+            except DeadKernelError:
+                reset = (None if outcome.get("deadline_passed") or len(crashes) >= MAX_CRASHES
+                         else cell_to_reset(attempt, self._running, stubs))
+                if reset is None:
+                    outcome["died_in_cell"], outcome["kernel_log"] = self._running, self._kernel_log
+                    outcome["died_in"], outcome["reruns"] = notebooks.describe_cell(nb, self._running), len(crashes)
+                    raise
+                crashes.append((self._running, reset, self._kernel_log))
+        notes = [self._explain_crash(nb, executed, *crash) for crash in crashes]
+        reasons, judged_notes = self._judge(executed, answer_key, guard_records)
+        notes += judged_notes
+        if self._truncated:
+            notes.append(f"output cut at {self._output_cap} bytes")
+        outcome.update(reasons=outcome.get("reasons", []) + reasons, notes=outcome.get("notes", []) + notes)
+        resources["tinytorch"] = {"reasons": reasons, "notes": notes}
+        return executed, resources
+
+    def _run(self, nb, resources, km, reference, kernel, deadline, outcome):
+        """Execute `nb` once, in a fresh sandbox with a job folder of its own; `(executed notebook,
+        the integrity guard's records)`. A dead kernel raises DeadKernelError (`_running` is the cell
+        that ran, `_kernel_log` its last words)."""
         job_dir = Path(tempfile.mkdtemp(prefix="tinytorch-job-", dir=self.job_root or None))
         uid = UID_BASE + secrets.randbelow(100_000_000) if os.geteuid() == 0 else None
         spec = {"work": str(job_dir / "work"), "ipc": str(job_dir / "ipc"), "uid": uid,
@@ -203,7 +242,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 "tmp_bytes": self.tmp_mb << 20, "processes": self.processes,
                 "cpu_seconds": self.notebook_timeout + 60,
                 "output_bytes": int(self.output_mb * (1 << 20))}
-        outcome = self.job if self.job is not None else {}
+        self._running = None
         try:
             self._lay_out(job_dir, spec, resources)
             self.records_path = spec["records"]
@@ -211,32 +250,44 @@ class SandboxedExecute(verdicts.RecordingExecute):
             self._ipc_prefix = os.path.join(spec["ipc"], "kernel")
             self._output_cap, self._output_bytes, self._truncated = spec["output_bytes"], 0, set()
             nb.cells.append(nbformat.v4.new_code_cell("__import__('kernel_guard').report()"))
-            self._report_cell = len(nb.cells) - 1
-            timer = threading.Timer(self.notebook_timeout, self._deadline_passed, [outcome])
+            report_cell = len(nb.cells) - 1
+            timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._deadline_passed, [outcome])
             timer.start()
             try:
-                nb, resources = super().preprocess(nb, resources, km)
+                nb, _ = super().preprocess(nb, resources, km)
             except DeadKernelError:
-                outcome["died_in_cell"] = self._running
-                outcome["kernel_log"] = _last_line(job_dir / "kernel.log")
+                self._kernel_log = _last_line(job_dir / "kernel.log")
                 raise
             except CellTimeoutError:
                 outcome["unstoppable_cell"] = self._running
                 raise
             finally:
                 timer.cancel()
-            guard_records = self.cell_records.pop(self._report_cell, [])
+            guard_records = self.cell_records.pop(report_cell, [])
             nb.cells.pop()
+            return nb, guard_records
         finally:
             if uid is not None:
                 kill_user(uid)
             shutil.rmtree(job_dir, ignore_errors=True)
-        reasons, notes = self._judge(nb, answer_key, guard_records)
-        if self._truncated:
-            notes.append(f"output cut at {self._output_cap} bytes")
-        outcome.update(reasons=outcome.get("reasons", []) + reasons, notes=outcome.get("notes", []) + notes)
-        resources["tinytorch"] = {"reasons": reasons, "notes": notes}
-        return nb, resources
+
+    @staticmethod
+    def _explain_crash(submitted, executed, running, reset, kernel_log):
+        """Put the learner's own code back in the cell that was graded as its stub, with an error
+        output that says why (the feedback shows it); returns the note for the summary."""
+        where = notebooks.describe_cell(submitted, running)
+        said = f" (the kernel's last words: {kernel_log})" if kernel_log else ""
+        executed.cells[reset].source = submitted.cells[reset].source
+        executed.cells[reset].outputs = [nbformat.v4.new_output(
+            "error", ename="KernelDied", evalue=f"the kernel died while {where} ran{said}",
+            traceback=[f"KernelDied: the kernel died while {where} ran{said}.",
+                       "The grader ran the notebook again in a fresh kernel with this cell as handed out "
+                       "(its stub, raise NotImplementedError()): the tests that use it score 0, the others "
+                       "keep their points.",
+                       f"Look in this cell, {notebooks.CRASH_CAUSES}; ./learn check shows where the "
+                       "kernel dies."])]
+        again = "that cell" if reset == running else notebooks.describe_cell(submitted, reset)
+        return f"the kernel died while {where} ran{said}; graded again with {again} as its stub"
 
     def _lay_out(self, job_dir, spec, resources):
         """The job folder: the kernel's `work/` (the other files next to the notebook, regular
@@ -325,6 +376,17 @@ class SandboxedExecute(verdicts.RecordingExecute):
         if overruled:
             notes.append(f"the grader's own checks failed where the notebook's did not: {', '.join(overruled)}")
         return sorted(set(reasons), key=reasons.index), notes
+
+
+def cell_to_reset(notebook, running, stubs):
+    """The index of the solution cell to reset to its stub when the kernel died in cell `running`:
+    the last solution cell at or before it that is not its stub already (None if there is none)."""
+    for index in range(-1 if running is None else min(running, len(notebook.cells) - 1), -1, -1):
+        cell = notebook.cells[index]
+        gid = notebooks.grade_id(cell)
+        if notebooks.is_solution(cell) and gid in stubs and cell.source != stubs[gid]:
+            return index
+    return None
 
 
 def _last_line(path):
