@@ -21,6 +21,7 @@ class Progress:
     """`total` items of work, reported on `stream` (stderr by default) as each one finishes.
 
     `done(label, failure=None)` counts one item; a `failure` (a short reason) is printed at once.
+    `fail(label, reason)` prints a failure of something outside the count (found before the work).
     `clock` gives seconds (time.monotonic unless a test fixes it); `bar` forces or refuses tqdm
     (default: a bar exactly when the stream is a terminal).
     """
@@ -44,11 +45,14 @@ class Progress:
             return None
         return (self.clock() - self.started) / self.count * (self.total - self.count)
 
+    def fail(self, label, reason):
+        self.failures += 1
+        self._write(f"FAILED {label}: {reason}")
+
     def done(self, label, failure=None):
         self.count += 1
         if failure:
-            self.failures += 1
-            self._write(f"FAILED {label}: {failure}")
+            self.fail(label, failure)
         if self.bar is not None:
             self.bar.set_postfix_str(f"{self.failures} failed" if self.failures else "", refresh=False)
             self.bar.update(1)
