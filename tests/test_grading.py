@@ -1,6 +1,7 @@
 """The instructor's route on a copy of the course: the sample class, regrading, summary, CSV,
 the collect routes and the formgrader."""
 import csv
+import datetime
 import json
 import os
 import shutil
@@ -262,7 +263,8 @@ def mixed_class(sample_class, tmp_path, capsys):
     """A copy of the graded sample class with a learner in every state: two more learners on the
     roster (one hands in module 01 after the run, one nothing), demo-blank's module 02 withdrawn
     after it was graded, and demo-partial's module 01 handed in again under a wrong name and
-    regraded (it fails before running; the gradebook keeps the earlier score)."""
+    regraded (it fails before running; the gradebook keeps the earlier score), and demo-full's module
+    03 collected again after its grading."""
     root = tmp_path / "course"
     shutil.copytree(sample_class, root)
     first, second = MODULES[:2]
@@ -279,6 +281,10 @@ def mixed_class(sample_class, tmp_path, capsys):
     partial.rename(partial.with_name("Untitled.ipynb"))
     capsys.readouterr()
     grading.autograde(root, [first], ["demo-partial"], jobs=1, log=lambda message: None)
+    graded_at = json.loads((root / "grading-status.json").read_text())[MODULES[2]]["demo-full"]["graded_at"]
+    again = notebooks.notebook_path(root, "submitted/demo-full", MODULES[2])
+    collected = datetime.datetime.fromisoformat(graded_at).timestamp() + 60
+    os.utime(again, (collected, collected))
     return root, capsys.readouterr().err
 
 
@@ -286,7 +292,7 @@ EXPECTED_STATES = {  # (module index, learner) -> state in the mixed class; ever
     (0, "demo-full"): "graded", (0, "demo-blank"): "graded", (0, "demo-partial"): "failed",
     (0, "late-learner"): "ungraded", (0, "absent-learner"): "missing",
     (1, "demo-full"): "graded", (1, "demo-blank"): "missing", (1, "demo-partial"): "graded",
-    (1, "late-learner"): "missing", (1, "absent-learner"): "missing",
+    (1, "late-learner"): "missing", (1, "absent-learner"): "missing", (2, "demo-full"): "ungraded",
 }
 
 
@@ -316,10 +322,12 @@ def test_one_state_per_learner_and_module_in_csv_and_summary(mixed_class):
     first, second = MODULES[:2]
     assert f"{first}: 5 learners, 4 submitted, 2 graded, mean " in text
     assert f"{second}: 5 learners, 2 submitted, 2 graded, mean " in text
-    for module_id in MODULES[2:]:
+    assert f"{MODULES[2]}: 5 learners, 3 submitted, 2 graded, mean " in text
+    for module_id in MODULES[3:]:
         assert f"{module_id}: 5 learners, 3 submitted, 3 graded, mean " in text
     assert "  FAILED demo-partial: wrong file name" in text
     assert f"  ungraded late-learner: not graded yet: ./course grade run {first}" in text
+    assert f"  ungraded demo-full: not graded yet: ./course grade run {MODULES[2]}" in text
     assert "  missing absent-learner: nothing submitted" in text and "  missing demo-blank: nothing submitted" in text
 
 
@@ -360,12 +368,13 @@ def test_moodle_export_has_an_identifier_column_and_one_column_per_module(mixed_
     result = subprocess.run([sys.executable, "-m", "tinytorch_course", "grade", "export", "--lms", "moodle",
                              "--out", str(root / "moodle.csv")], cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "left empty (not graded): 1 failed, 16 missing, 1 ungraded" in result.stdout
+    assert "left empty (not graded): 1 failed, 16 missing, 2 ungraded" in result.stdout
     with open(root / "moodle.csv", newline="", encoding="utf-8") as f:
         header, *learners = list(csv.reader(f))
     assert header == ["First name", "Last name", "ID number", "Email address"] + MODULES
     rows = gradebook_scores(root)
     by_id = {row[2]: row for row in learners}
     assert by_id["demo-full"][:4] == ["Ada", "Demo", "demo-full", "demo-full@example.invalid"]
-    assert by_id["demo-full"][4:] == [f"{rows['demo-full', m]['max_score']:g}" for m in MODULES]
+    assert by_id["demo-full"][4:] == [f"{rows['demo-full', m]['max_score']:g}" if m != MODULES[2] else ""
+                                      for m in MODULES]
     assert by_id["demo-partial"][4] == "" and by_id["absent-learner"][4:] == [""] * len(MODULES)

@@ -1,5 +1,6 @@
 """The instructor's grading steps, each a thin wrapper over nbgrader's own commands and API."""
 import csv
+import datetime
 from pathlib import Path
 import shutil
 import subprocess
@@ -78,33 +79,37 @@ def autograde(root, module_ids=None, student_ids=None, jobs=None, **options):
     return autograde_class(root, module_ids, student_ids, jobs=jobs, **options)
 
 
-# One state per (learner, module), the same in the grades CSV, the summary, the LMS exports and the README.
-STATES = {
-    "graded": "scored",
-    "review": "scored, and flagged for a person to look at (reasons say why)",
-    "failed": "handed in, but could not be scored (reasons say why)",
-    "missing": "nothing handed in",
-    "ungraded": "handed in, not graded yet (run ./course grade run)",
-}
+# One state per (learner, module), the same in the grades CSV, the summary, the LMS exports and the
+# README: graded (scored), review (scored, flagged for a person to look at), failed (handed in, not
+# scored), missing (nothing handed in), ungraded (handed in since the module's last grading of it).
+STATES = ("graded", "review", "failed", "missing", "ungraded")
 CSV_FIELDS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
               "raw_score", "late_submission_penalty", "score", "max_score", "status", "reasons"]
+
+
+def _collected_after(folder, graded_at):
+    """Whether the submission in `folder` was collected (its files written) after `graded_at`, the
+    local time in seconds a grading run recorded (a second of slack for its rounding)."""
+    written = max(path.lstat().st_mtime for path in [folder, *folder.iterdir()])
+    return written > datetime.datetime.fromisoformat(graded_at).timestamp() + 1
 
 
 def state(root, module_id, student_id, entry):
     """`(state, reasons)` of one learner's module from what is in submitted/ and the last grading
     `entry` (None if never graded): a module without a submission is missing whatever an earlier run
-    said, one handed in since its last grading (or never graded) is ungraded."""
+    said; one never graded, or collected again since its last grading, is ungraded."""
     folder = Path(root) / "submitted" / student_id / module_id
     if folder.is_symlink() or not folder.is_dir():
         return "missing", ["nothing submitted"]
-    if entry is None or entry["status"] not in STATES or entry["status"] in ("missing", "ungraded"):
+    if (entry is None or entry["status"] not in STATES or entry["status"] in ("missing", "ungraded")
+            or _collected_after(folder, entry["graded_at"])):
         return "ungraded", [f"not graded yet: ./course grade run {module_id}"]
     return entry["status"], entry["reasons"]
 
 
 def class_grades(root):
     """One row per (module, learner on the roster), in the gradebook's order: nbgrader's export
-    columns (the score 0 where nothing is recorded) plus `status` (a key of `STATES`), `reasons`
+    columns (the score 0 where nothing is recorded) plus `status` (one of `STATES`), `reasons`
     and the last grading's `notes` (lists), and `lms_user_id` from the roster."""
     from nbgrader.api import Gradebook, MissingEntry
 
