@@ -8,20 +8,14 @@ from pathlib import Path
 import pytest
 
 from tinytorch_course.build import build
+from tinytorch_course import demo
 
 REPO = Path(__file__).resolve().parent.parent
-COURSE_FILES = ["modules", "tinytorch", "release", "solutions", "nbgrader_config.py", "settings.ini"]
 
 
 def copy_course(destination):
     """Copy what a course build reads and writes into `destination` (no runtime state)."""
-    for name in COURSE_FILES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, destination / name)
-    return destination
+    return demo.copy_course(REPO, destination)
 
 
 def shared_folder(tmp_path_factory):

@@ -1,6 +1,7 @@
 """The instructor's route on a copy of the course: the sample class, regrading, summary, CSV,
 the collect routes and the formgrader."""
 import csv
+import datetime
 import json
 import os
 import shutil
@@ -33,11 +34,44 @@ def test_the_grading_tests_share_one_worker(request):
 # Session scope: a worker that runs this module's tests between other modules' would otherwise grade
 # the class again each time it comes back to them.
 @pytest.fixture(scope="session")
-def sample_class(built_course, tmp_path_factory):
+def demo_run(built_course, tmp_path_factory):
+    """`(course, its files' bytes before the demo, the demo's own course folder)`."""
     root = tmp_path_factory.mktemp("grading") / "course"
     shutil.copytree(built_course, root)
-    demo.demo(root, rebuild=False, jobs=2, log=lambda message: None)
-    return root
+    before = course_files(root)
+    earlier = root / demo.DEMO_FOLDER  # what an earlier demo left: only its grading cache stays
+    (earlier / "submitted" / "earlier-learner").mkdir(parents=True)
+    (earlier / "grading-status.json").write_text("{}")
+    (earlier / ".grading-cache").mkdir()
+    (earlier / ".grading-cache" / "kept.json").write_text("[]")
+    folder = demo.demo(root, rebuild=False, jobs=2, log=lambda message: None)
+    return root, before, folder
+
+
+@pytest.fixture(scope="session")
+def sample_class(demo_run):
+    return demo_run[2]
+
+
+def course_files(root):
+    return {p.relative_to(root): p.read_bytes() for name in demo.COURSE_FILES + ["gradebook.db"]
+            for p in ([root / name] if (root / name).is_file() else sorted((root / name).rglob("*")))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_the_demo_grades_in_a_course_folder_of_its_own(demo_run):
+    """The sample class never reaches the real course: its gradebook, submissions, grades and
+    course files are as before, and the demo's folder holds the sample class alone."""
+    root, before, folder = demo_run
+    assert folder == root / "artifacts" / "demo"
+    assert course_files(root) == before
+    for state in ["submitted", "autograded", "feedback", "downloaded", "grading-status.json",
+                  "artifacts/grades.csv"]:
+        assert not (root / state).exists(), state
+    assert set(grading.scores(root)) == set()  # the real gradebook has no learner
+    assert set(grading.scores(folder)) == set(demo.SAMPLE_CLASS)
+    assert sorted(p.name for p in (folder / "submitted").iterdir()) == sorted(demo.SAMPLE_CLASS)
+    assert (folder / ".grading-cache" / "kept.json").read_text() == "[]"
 
 
 def test_sample_class_scores_full_zero_and_partial(sample_class):
@@ -222,3 +256,125 @@ def test_nbgrader_s_own_autograde_runs_sandboxed_and_judges(built_course, tmp_pa
         submission = gradebook.find_submission(module_id, "hooker")
         assert submission.score == 0
         assert all(notebook.flagged for notebook in submission.notebooks)
+
+
+@pytest.fixture
+def mixed_class(sample_class, tmp_path, capsys):
+    """A copy of the graded sample class with a learner in every state: two more learners on the
+    roster (one hands in module 01 after the run, one nothing), demo-blank's module 02 withdrawn
+    after it was graded, and demo-partial's module 01 handed in again under a wrong name and
+    regraded (it fails before running; the gradebook keeps the earlier score), and demo-full's module
+    03 collected again after its grading."""
+    root = tmp_path / "course"
+    shutil.copytree(sample_class, root)
+    first, second = MODULES[:2]
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,email,lms_user_id\n"
+                      'late-learner,Lin,"Late, Jr.",late@example.invalid,4711\n'
+                      "absent-learner,Abe,Sent,absent@example.invalid,\n")
+    grading.import_roster(root, roster)
+    late = notebooks.notebook_path(root, "submitted/late-learner", first)
+    late.parent.mkdir(parents=True)
+    shutil.copy(notebooks.notebook_path(root, "solutions", first), late)
+    shutil.rmtree(root / "submitted" / "demo-blank" / second)
+    partial = notebooks.notebook_path(root, "submitted/demo-partial", first)
+    partial.rename(partial.with_name("Untitled.ipynb"))
+    capsys.readouterr()
+    grading.autograde(root, [first], ["demo-partial"], jobs=1, log=lambda message: None)
+    graded_at = json.loads((root / "grading-status.json").read_text())[MODULES[2]]["demo-full"]["graded_at"]
+    again = notebooks.notebook_path(root, "submitted/demo-full", MODULES[2])
+    collected = datetime.datetime.fromisoformat(graded_at).timestamp() + 60
+    os.utime(again, (collected, collected))
+    return root, capsys.readouterr().err
+
+
+EXPECTED_STATES = {  # (module index, learner) -> state in the mixed class; every other module: graded or missing
+    (0, "demo-full"): "graded", (0, "demo-blank"): "graded", (0, "demo-partial"): "failed",
+    (0, "late-learner"): "ungraded", (0, "absent-learner"): "missing",
+    (1, "demo-full"): "graded", (1, "demo-blank"): "missing", (1, "demo-partial"): "graded",
+    (1, "late-learner"): "missing", (1, "absent-learner"): "missing", (2, "demo-full"): "ungraded",
+}
+
+
+def expected_state(module_id, student):
+    index = MODULES.index(module_id)
+    if (index, student) in EXPECTED_STATES:
+        return EXPECTED_STATES[index, student]
+    return "graded" if student in demo.SAMPLE_CLASS else "missing"
+
+
+def test_a_failure_is_printed_as_it_happens(mixed_class):
+    _, printed = mixed_class
+    assert f"FAILED {MODULES[0]} demo-partial: wrong file name: found Untitled.ipynb" in printed
+
+
+def test_one_state_per_learner_and_module_in_csv_and_summary(mixed_class):
+    root, _ = mixed_class
+    grading.export_grades(root, root / "grades.csv")
+    with open(root / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == grading.CSV_FIELDS
+    assert {(r["assignment"], r["student_id"]): r["status"] for r in rows} == {
+        (m, s): expected_state(m, s) for m in MODULES for s in [*demo.SAMPLE_CLASS, "late-learner", "absent-learner"]}
+    late = next(r for r in rows if r["student_id"] == "late-learner")
+    assert late["last_name"] == "Late, Jr."  # a comma stays in its column
+    text = grading.summary(root)
+    first, second = MODULES[:2]
+    assert f"{first}: 5 learners, 4 submitted, 2 graded, mean " in text
+    assert f"{second}: 5 learners, 2 submitted, 2 graded, mean " in text
+    assert f"{MODULES[2]}: 5 learners, 3 submitted, 2 graded, mean " in text
+    for module_id in MODULES[3:]:
+        assert f"{module_id}: 5 learners, 3 submitted, 3 graded, mean " in text
+    assert "  FAILED demo-partial: wrong file name" in text
+    assert f"  ungraded late-learner: not graded yet: ./course grade run {first}" in text
+    assert f"  ungraded demo-full: not graded yet: ./course grade run {MODULES[2]}" in text
+    assert "  missing absent-learner: nothing submitted" in text and "  missing demo-blank: nothing submitted" in text
+
+
+def test_the_readme_names_each_state_once():
+    readme = (REPO / "README.md").read_text()
+    for name in grading.STATES:
+        assert readme.count(f"**{name}**") == 1, name
+
+
+def gradebook_scores(root):
+    return {(r["student_id"], r["assignment"]): r for r in grading.class_grades(root)}
+
+
+def test_canvas_export_has_canvas_s_columns_and_only_graded_scores(mixed_class):
+    from tinytorch_course import lms
+
+    root, _ = mixed_class
+    lms.export(root, "canvas", root / "canvas.csv")
+    with open(root / "canvas.csv", newline="", encoding="utf-8") as f:
+        header, points, *learners = list(csv.reader(f))
+    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + MODULES
+    rows = gradebook_scores(root)
+    assert points == ["Points Possible", "", "", "", ""] + [f"{rows['demo-full', m]['max_score']:g}" for m in MODULES]
+    by_id = {row[2]: row for row in learners}
+    assert sorted(by_id) == sorted([*demo.SAMPLE_CLASS, "late-learner", "absent-learner"])
+    assert by_id["demo-full"][:2] == ["Demo, Ada", ""] and by_id["late-learner"][:2] == ["Late, Jr., Lin", "4711"]
+    for student, row in by_id.items():
+        for module_id, cell in zip(MODULES, row[5:]):
+            graded = expected_state(module_id, student) == "graded"
+            assert cell == (f"{rows[student, module_id]['score']:g}" if graded else ""), (student, module_id)
+    assert float(by_id["demo-full"][5]) == float(points[5]) > 0
+
+
+def test_moodle_export_has_an_identifier_column_and_one_column_per_module(mixed_class):
+    root, _ = mixed_class
+    shutil.copytree(REPO / "tinytorch_course", root / "tinytorch_course",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # so the command's ROOT is the copy
+    result = subprocess.run([sys.executable, "-m", "tinytorch_course", "grade", "export", "--lms", "moodle",
+                             "--out", str(root / "moodle.csv")], cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "left empty (not graded): 1 failed, 16 missing, 2 ungraded" in result.stdout
+    with open(root / "moodle.csv", newline="", encoding="utf-8") as f:
+        header, *learners = list(csv.reader(f))
+    assert header == ["First name", "Last name", "ID number", "Email address"] + MODULES
+    rows = gradebook_scores(root)
+    by_id = {row[2]: row for row in learners}
+    assert by_id["demo-full"][:4] == ["Ada", "Demo", "demo-full", "demo-full@example.invalid"]
+    assert by_id["demo-full"][4:] == [f"{rows['demo-full', m]['max_score']:g}" if m != MODULES[2] else ""
+                                      for m in MODULES]
+    assert by_id["demo-partial"][4] == "" and by_id["absent-learner"][4:] == [""] * len(MODULES)

@@ -32,6 +32,18 @@ def test_generated_notebooks_equal_a_fresh_build(built_course, folder, module_id
         f"{folder}/{module_id} is stale: run ./course build and commit the result"
 
 
+@pytest.mark.parametrize("folder", ["release", "solutions"])
+def test_a_fresh_build_writes_the_committed_files_byte_for_byte(built_course, folder):
+    """`./course build` (and so `./course demo`) of an unchanged course leaves `git status` clean:
+    the answer keys are run as the grader runs them, without timings or figures."""
+    def files(root):
+        return {p.relative_to(root): p.read_bytes() for p in sorted((root / folder).rglob("*")) if p.is_file()}
+
+    fresh, committed = files(built_course), files(REPO)
+    changed = sorted(str(path) for path in set(fresh) | set(committed) if fresh.get(path) != committed.get(path))
+    assert not changed, f"a build changes {changed}: run ./course build twice and compare the outputs"
+
+
 def test_release_and_solutions_hold_exactly_the_modules():
     for folder in ["release", "solutions"]:
         assert sorted(p.name for p in (REPO / folder).iterdir()) == MODULES

@@ -30,8 +30,11 @@ def add_grade_commands(commands):
     run.add_argument("--memory-mb", type=int, default=3072, help="address space per notebook")
     run.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
     steps.add_parser("summary", help="per module: submitted, graded, mean, failures and reviews")
-    export = steps.add_parser("export", help="write the grades CSV (with status and reasons)")
-    export.add_argument("--to", default=str(ROOT / "artifacts" / "grades.csv"))
+    export = steps.add_parser("export", help="write the grades CSV (with status and reasons), or an LMS's import CSV")
+    export.add_argument("--lms", choices=["canvas", "moodle"],
+                        help="Canvas's or Moodle's grade import CSV, one column per module (graded scores only)")
+    export.add_argument("--out", "--to", dest="out", type=Path,
+                        help="the file (default: artifacts/grades.csv, or artifacts/grades-LMS.csv)")
     formgrader = steps.add_parser("formgrader", help="JupyterLab on localhost for manual review")
     formgrader.add_argument("--port", type=int, default=8899)
 
@@ -43,6 +46,19 @@ def module_id(name):
     if not found:
         raise CourseError(f"no module {name!r}; modules: {', '.join(module_ids(ROOT))}")
     return found[0]
+
+
+def export_step(args):
+    from . import grading, lms
+
+    if not args.lms:
+        print(f"grades: {grading.export_grades(ROOT, args.out or ROOT / 'artifacts' / 'grades.csv')}")
+        return
+    out = args.out or ROOT / "artifacts" / f"grades-{args.lms}.csv"
+    empty = lms.export(ROOT, args.lms, out)
+    print(f"{args.lms} grades: {out}")
+    if empty:
+        print("left empty (not graded): " + ", ".join(f"{n} {state}" for state, n in sorted(empty.items())))
 
 
 def grade(args):
@@ -75,7 +91,7 @@ def grade(args):
     elif args.step == "summary":
         print(grading.summary(ROOT))
     elif args.step == "export":
-        print(f"grades: {grading.export_grades(ROOT, args.to)}")
+        export_step(args)
     elif args.step == "formgrader":
         grading.formgrader(ROOT, args.port)
     return 0

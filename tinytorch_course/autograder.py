@@ -31,6 +31,7 @@ import nbformat
 from . import notebooks, sandbox
 from .intake import printable
 from .nbgrader_api import CourseError, api, check, install_grader_kernel, load_config
+from .progress import Progress
 
 STATUS_FILE = "grading-status.json"  # instructor state, next to the gradebook
 PROTECTED = ["nbgrader_config.py", "modules", "release", "solutions", "submitted", "tinytorch"]
@@ -333,6 +334,20 @@ def publish_feedback(root, job):
         shutil.copy(timestamp, target / "timestamp.txt")
 
 
+def _report(progress, module, student, entry):
+    """Count a finished submission on `progress`; a failure is printed at once, with its reasons."""
+    failure = printable("; ".join(entry["reasons"]), 500) if entry["status"] == "failed" else None
+    progress.done(printable(f"{module} {student}"), failure)
+
+
+def _report_early_failures(progress, outcome):
+    """Print the submissions that failed before running (no notebook, a broken one)."""
+    for module, entries in outcome.items():
+        for student, entry in entries.items():
+            if entry["status"] == "failed":
+                progress.fail(printable(f"{module} {student}"), printable("; ".join(entry["reasons"]), 500))
+
+
 def autograde_class(root, modules=None, students=None, jobs=None, limits=None, feedback=True,
                     scratch=None, log=print):
     """Autograde `modules` x `students` (default: all) with `jobs` worker processes.
@@ -377,6 +392,8 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
     before = fingerprint(root)
     started = time.perf_counter()
     context = multiprocessing.get_context("fork")
+    progress = Progress(len(planned), "grading")
+    _report_early_failures(progress, outcome)
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             futures = {}
@@ -403,6 +420,7 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
                         if job.get("feedback_html"):
                             with_feedback.append(job)
                 outcome[job["module"]][job["student"]] = entry
+                _report(progress, job["module"], job["student"], entry)
                 shutil.rmtree(job["job_dir"], ignore_errors=True)
             elapsed = time.perf_counter() - started
             after = fingerprint(root)
@@ -413,6 +431,7 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
             for job in with_feedback:
                 publish_feedback(root, job)
     finally:
+        progress.close()
         shutil.rmtree(run_dir, ignore_errors=True)
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
     status = read_status(root)

@@ -1,12 +1,17 @@
 """`build`: source notebooks -> cleaned sources, the tinytorch package, release/ and solutions/."""
 import ast
+import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from nbclient.util import run_sync
+from nbgrader.preprocessors import Execute
+
 from . import notebooks
 from .nbgrader_api import CourseError, api, check, install_grader_kernel, run_converter, working_directory
+from .progress import Progress
 
 FORBIDDEN_IN_RELEASE = notebooks.SOLUTION_MARKERS + notebooks.HIDDEN_MARKERS
 
@@ -96,24 +101,49 @@ def _finish_solution(notebook_file):
     notebooks.write(notebook, notebook_file)
 
 
+class AnswerKeyExecute(Execute):
+    """nbgrader's Execute for the answer keys, run as the grader runs a submission: the kernel has
+    $NBGRADER_EXECUTION (demos that only show something run shorter or not at all) and cells tagged
+    `skip-when-graded` are not run. So solutions/ holds no timings or figures, and a rebuild of an
+    unchanged course writes it byte for byte again."""
+
+    async def async_start_new_kernel(self, **kwargs):
+        kwargs.setdefault("env", {**os.environ, "NBGRADER_EXECUTION": "autograde"})
+        return await super().async_start_new_kernel(**kwargs)
+
+    start_new_kernel = run_sync(async_start_new_kernel)  # nbclient binds the base method here
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and notebooks.SKIP_WHEN_GRADED in cell.metadata.get("tags", []):
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
+
+
 def generate(root, staging, module_ids):
     """Write release/ and solutions/ of `module_ids` into `staging`, checking each notebook."""
-    grader = api(root, release_directory=str(staging / "release"),
-                 solution_directory=str(staging / "solutions"))
+    from traitlets.config import Config
     from nbgrader.converters import GenerateSolution
+    from nbgrader.preprocessors import ClearMarkScheme, ClearOutput, IncludeHeaderFooter, LockCells
 
-    for module_id in module_ids:
-        check(grader.generate_assignment(module_id, force=True, create=True),
-              f"generate_assignment {module_id}")
-        release = notebooks.notebook_path(staging, "release", module_id)
-        if not release.is_file():
-            raise CourseError(f"generate_assignment {module_id} wrote no {release}")
-        check_release(release)
-        run_converter(grader, GenerateSolution, module_id)
-        solution = notebooks.notebook_path(staging, "solutions", module_id)
-        if not solution.is_file():
-            raise CourseError(f"generate_solution {module_id} wrote no {solution}")
-        _finish_solution(solution)
+    config = Config()
+    config.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme,
+                                             AnswerKeyExecute]
+    grader = api(root, config=config, release_directory=str(staging / "release"),
+                 solution_directory=str(staging / "solutions"))
+    with Progress(len(module_ids), "build") as progress:
+        for module_id in module_ids:
+            check(grader.generate_assignment(module_id, force=True, create=True),
+                  f"generate_assignment {module_id}")
+            release = notebooks.notebook_path(staging, "release", module_id)
+            if not release.is_file():
+                raise CourseError(f"generate_assignment {module_id} wrote no {release}")
+            check_release(release)
+            run_converter(grader, GenerateSolution, module_id)
+            solution = notebooks.notebook_path(staging, "solutions", module_id)
+            if not solution.is_file():
+                raise CourseError(f"generate_solution {module_id} wrote no {solution}")
+            _finish_solution(solution)
+            progress.done(module_id)
 
 
 def _replace(root, staging, name):

@@ -1,17 +1,60 @@
-"""`demo`: build the course, then grade a sample class of three learners and print the grades."""
+"""`demo`: build the course, then grade a sample class of three learners and print the grades.
+
+The sample class is graded in a course folder of its own (`artifacts/demo/`, a copy of the course
+files), so the demo never touches the real class: its gradebook, submissions, grades or committed files.
+"""
 import csv
 import math
+import shutil
 import zipfile
 from pathlib import Path
 
 from . import grading, notebooks
 from .build import build
+from .nbgrader_api import api, check
 
 SAMPLE_CLASS = {  # student id -> (first name, what the learner hands in)
     "demo-full": ("Ada", "the reference solution"),
     "demo-blank": ("Blaise", "the untouched release notebook"),
     "demo-partial": ("Grace", "the first half of the exercises solved"),
 }
+
+
+DEMO_FOLDER = Path("artifacts") / "demo"  # in the course folder (git ignores artifacts/)
+# What a course build reads and writes: a copy of these is a course of its own (nbgrader_config.py
+# puts the course root and the gradebook beside itself).
+COURSE_FILES = ["modules", "tinytorch", "release", "solutions", "nbgrader_config.py", "settings.ini"]
+KEPT = {".grading-cache"}  # answer keys and reference packages, named by digest: safe to reuse
+
+
+def copy_course(root, destination):
+    """Copy the course files of `root` into `destination` (no gradebook, submissions or grades)."""
+    for name in COURSE_FILES:
+        source = Path(root) / name
+        if source.is_dir():
+            shutil.copytree(source, Path(destination) / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, Path(destination) / name)
+    return Path(destination)
+
+
+def fresh_demo_course(root):
+    """`root/artifacts/demo/`, emptied of an earlier demo (but its grading cache), filled with a copy
+    of the course files, and every module in its own gradebook (nbgrader's generate_assignment)."""
+    folder = Path(root) / DEMO_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in folder.iterdir():
+        if path.name in KEPT:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    copy_course(root, folder)
+    grader = api(folder)
+    for module_id in notebooks.module_ids(folder):
+        check(grader.generate_assignment(module_id, force=True, create=True), f"generate_assignment {module_id}")
+    return folder
 
 
 def partial_submission(root, module_id):
@@ -56,11 +99,13 @@ def write_roster(path):
 
 
 def demo(root, rebuild=True, jobs=None, log=print):
-    """Build, collect the sample class's LMS zip, autograde, write feedback and grades, print them."""
-    root = Path(root).resolve()
+    """Build, then in a fresh demo course (`fresh_demo_course`) collect the sample class's LMS zip,
+    autograde, write feedback and grades, and print them. Returns the demo course's folder."""
     if rebuild:
         build(root, log=log)
+    root = fresh_demo_course(Path(root).resolve())
     artifacts = root / "artifacts"
+    log(f"grading the sample class in its own course folder: {root}")
     grading.import_roster(root, write_roster(artifacts / "sample-roster.csv"))
     students = list(SAMPLE_CLASS)
     module_ids = notebooks.module_ids(root)
@@ -78,3 +123,4 @@ def demo(root, rebuild=True, jobs=None, log=print):
     log(grading.summary(root))
     log(f"\nfeedback: {root / 'feedback'}/<student>/<module>/<module>.html")
     log(f"grades:   {grades_csv}")
+    return root

@@ -1,5 +1,6 @@
 """The instructor's grading steps, each a thin wrapper over nbgrader's own commands and API."""
 import csv
+import datetime
 from pathlib import Path
 import shutil
 import subprocess
@@ -7,15 +8,6 @@ import sys
 
 from . import intake
 from .nbgrader_api import CourseError, api, check, load_config, working_directory
-
-
-def nbgrader_command(root, *args):
-    """Run `nbgrader ARGS` in the course folder; raise with its output if it fails."""
-    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root,
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise CourseError(f"nbgrader {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
-    return result.stdout + result.stderr
 
 
 def import_roster(root, roster_csv):
@@ -87,55 +79,109 @@ def autograde(root, module_ids=None, student_ids=None, jobs=None, **options):
     return autograde_class(root, module_ids, student_ids, jobs=jobs, **options)
 
 
-def export_grades(root, csv_path):
-    """`nbgrader export` to `csv_path`, plus each row's grading `status` and `reasons`.
+# One state per (learner, module), the same in the grades CSV, the summary, the LMS exports and the
+# README: graded (scored), review (scored, flagged for a person to look at), failed (handed in, not
+# scored), missing (nothing handed in), ungraded (handed in since the module's last grading of it).
+STATES = ("graded", "review", "failed", "missing", "ungraded")
+CSV_FIELDS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+              "raw_score", "late_submission_penalty", "score", "max_score", "status", "reasons"]
 
-    status is graded, review (scored but flagged for a person to look at), failed (not scored) or
-    missing (nothing submitted); reasons says why.
-    """
+
+def _collected_after(folder, graded_at):
+    """Whether the submission in `folder` was collected (its files written) after `graded_at`, the
+    local time in seconds a grading run recorded (a second of slack for its rounding)."""
+    written = max(path.lstat().st_mtime for path in [folder, *folder.iterdir()])
+    return written > datetime.datetime.fromisoformat(graded_at).timestamp() + 1
+
+
+def state(root, module_id, student_id, entry):
+    """`(state, reasons)` of one learner's module from what is in submitted/ and the last grading
+    `entry` (None if never graded): a module without a submission is missing whatever an earlier run
+    said; one never graded, or collected again since its last grading, is ungraded."""
+    folder = Path(root) / "submitted" / student_id / module_id
+    if folder.is_symlink() or not folder.is_dir():
+        return "missing", ["nothing submitted"]
+    if (entry is None or entry["status"] not in STATES or entry["status"] in ("missing", "ungraded")
+            or _collected_after(folder, entry["graded_at"])):
+        return "ungraded", [f"not graded yet: ./course grade run {module_id}"]
+    return entry["status"], entry["reasons"]
+
+
+def class_grades(root):
+    """One row per (module, learner on the roster), in the gradebook's order: nbgrader's export
+    columns (the score 0 where nothing is recorded) plus `status` (one of `STATES`), `reasons`
+    and the last grading's `notes` (lists), and `lms_user_id` from the roster."""
+    from nbgrader.api import Gradebook, MissingEntry
+
     from .autograder import read_status
 
-    Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-    nbgrader_command(root, "export", f"--to={Path(csv_path).resolve()}")
     status = read_status(root)
-    with open(csv_path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    fields = (list(rows[0]) if rows else ["assignment", "student_id"]) + ["status", "reasons"]
-    for row in rows:
-        entry = status.get(row["assignment"], {}).get(row["student_id"])
-        row["status"] = entry["status"] if entry else "not graded"
-        row["reasons"] = "; ".join(entry["reasons"] + entry["notes"]) if entry else ""
+    rows = []
+    with Gradebook(api(root).coursedir.db_url) as gradebook:
+        for assignment in gradebook.assignments:
+            for student in gradebook.students:
+                row = {"assignment": assignment.name, "duedate": assignment.duedate or "",
+                       "student_id": student.id, "last_name": student.last_name or "",
+                       "first_name": student.first_name or "", "email": student.email or "",
+                       "lms_user_id": student.lms_user_id or "", "max_score": assignment.max_score,
+                       "timestamp": "", "raw_score": 0.0, "late_submission_penalty": 0.0, "score": 0.0}
+                try:
+                    submission = gradebook.find_submission(assignment.name, student.id)
+                except MissingEntry:
+                    pass
+                else:
+                    penalty = submission.late_submission_penalty or 0.0
+                    row.update(timestamp=submission.timestamp or "", raw_score=submission.score,
+                               late_submission_penalty=penalty, score=max(0.0, submission.score - penalty))
+                entry = status.get(assignment.name, {}).get(student.id)
+                row["status"], row["reasons"] = state(root, assignment.name, student.id, entry)
+                row["notes"] = entry["notes"] if entry and row["status"] != "missing" else []
+                rows.append(row)
+    return rows
+
+
+def export_grades(root, csv_path):
+    """The grades CSV: nbgrader's export columns, plus each row's `status` (see `STATES`) and
+    `reasons` (written with Python's csv module: names with commas or quotes stay in their column)."""
+    Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
     with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        for row in class_grades(root):
+            writer.writerow(dict(row, reasons="; ".join(row["reasons"] + row["notes"])))
     return csv_path
 
 
 def summary(root):
-    """Per module: learners, submitted, graded, mean score, then every failure and review with
-    its reason (from the last grading of each submission)."""
+    """Per module that anyone handed in or that was graded: the roster's learners, how many
+    submitted, were graded (graded or review), the mean score of those, then each failure, review,
+    missing and ungraded learner with the reasons, and the notes of the last grading."""
     from .autograder import read_status
 
-    status = read_status(root)
+    graded_modules = set(read_status(root))
+    by_module = {}
+    for row in class_grades(root):
+        by_module.setdefault(row["assignment"], []).append(row)
     lines = []
-    for module_id in sorted(status):
-        entries = status[module_id]
-        graded = {s: e for s, e in entries.items() if e["status"] in ("graded", "review")}
-        submitted = [s for s, e in entries.items() if e["status"] != "missing"]
-        scores = [e["score"] for e in graded.values() if e["score"] is not None]
-        maximum = next((e["max_score"] for e in graded.values() if e["max_score"]), None)
-        mean = f"{sum(scores) / len(scores):.1f}/{maximum:g}" if scores and maximum else "-"
-        lines.append(f"{module_id}: {len(entries)} learners, {len(submitted)} submitted, "
+    for module_id, rows in sorted(by_module.items()):
+        if module_id not in graded_modules and all(row["status"] == "missing" for row in rows):
+            continue  # not handed out yet
+        graded = [row for row in rows if row["status"] in ("graded", "review")]
+        submitted = [row for row in rows if row["status"] != "missing"]
+        maximum = rows[0]["max_score"]
+        mean = f"{sum(r['score'] for r in graded) / len(graded):.1f}/{maximum:g}" if graded and maximum else "-"
+        lines.append(f"{module_id}: {len(rows)} learners, {len(submitted)} submitted, "
                      f"{len(graded)} graded, mean {mean}")
-        for label, wanted in [("FAILED", "failed"), ("REVIEW", "review"), ("missing", "missing")]:
-            for student, entry in sorted(entries.items()):
-                if entry["status"] == wanted:
-                    score = f" ({entry['score']:g}/{entry['max_score']:g})" if entry["score"] is not None else ""
-                    lines.append(intake.printable(f"  {label} {student}{score}: " + "; ".join(entry["reasons"]), 2000))
-        for student, entry in sorted(entries.items()):
-            for note in entry["notes"]:
-                lines.append(intake.printable(f"  note {student}: {note}", 2000))
+        for label, wanted in [("FAILED", "failed"), ("REVIEW", "review"), ("missing", "missing"),
+                              ("ungraded", "ungraded")]:
+            for row in sorted(rows, key=lambda r: r["student_id"]):
+                if row["status"] == wanted:
+                    score = f" ({row['score']:g}/{maximum:g})" if wanted == "review" else ""
+                    lines.append(intake.printable(f"  {label} {row['student_id']}{score}: "
+                                                  + "; ".join(row["reasons"]), 2000))
+        for row in sorted(rows, key=lambda r: r["student_id"]):
+            for note in row["notes"]:
+                lines.append(intake.printable(f"  note {row['student_id']}: {note}", 2000))
     return "\n".join(lines) if lines else "nothing graded yet"
 
 
