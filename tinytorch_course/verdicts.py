@@ -213,13 +213,13 @@ def mark_informative(key, release):
     place): a hidden `record`/`record_error` whose value shows the learner's work. Not informative:
     every visible check (its expected value is in the notebook); a value that the run of the
     release notebook (`release`, the stubs: no work done) recorded at the same place too (the test
-    computed it itself); a value a guess finds (`_guess`), unless a cell's guessable values differ
-    from one another (then no one guess finds them all, and they count together)."""
+    computed it itself); a value a guess finds (`_guess`), unless a cell's guessable values of one
+    kind differ from one another (then no one guess finds them all, and they count together)."""
     for gid, records in key.items():
         stubs = {}
         for entry in release.get(gid, []):
             stubs.setdefault(_key(entry), []).append(entry)
-        seen, guessed = {}, []
+        seen, guessed = {}, {}  # guessable records by kind
         for entry in records:
             place = _key(entry)
             occurrence = seen[place] = seen.get(place, -1) + 1
@@ -231,17 +231,30 @@ def mark_informative(key, release):
                 continue
             guess = _guess(decoded(entry.get("got")))
             if guess:
-                guessed.append((entry, guess))
+                guessed.setdefault(entry["kind"], []).append((entry, guess))
             else:
                 entry["informative"] = True
-        if len({guess for _, guess in guessed}) > 1:
-            for entry, _ in guessed:
-                entry["informative"] = True
+        for together in guessed.values():
+            if len({guess for _, guess in together}) > 1:
+                for entry, _ in together:
+                    entry["informative"] = True
     return key
 
 
 def is_informative(records):
     return any(entry.get("informative") for entry in records)
+
+
+def informative_cells(reference, exercise):
+    """The grade ids of the exercise's test cells that hold informative records."""
+    return sorted(gid for gid, records in reference.items()
+                  if exercise_of(gid) == exercise and is_informative(records))
+
+
+def unproven_exercises(reference):
+    """Exercises none of whose records is informative: their points can be had by guesses."""
+    return sorted({exercise_of(gid) for gid in reference} - {exercise_of(gid) for gid, records in reference.items()
+                                                              if is_informative(records)})
 
 
 def exercise_of(grade_id):
@@ -314,20 +327,16 @@ def judge(notebook, cell_records, reference):
     `reference`: `{grade id: records}` of the answer key (`reference_records`). A cell earns its
     points only when its own records match the key's and every cell of its exercise that holds
     informative records (`mark_informative`) passes too: visible tests, and hidden ones that record
-    only values the notebook holds or a guess finds, count only with the learner's own work."""
+    only values the notebook holds or a guess finds, count only with the learner's own work. (An
+    exercise without informative records, `unproven_exercises`, is judged by its cells' own.)"""
     learner = records_by_grade_id(notebook, cell_records)
     cells = notebooks.cells_by_id(notebook)
     judged = {gid: judge_cell(reference.get(gid, []), records, kernel_failed(cells[gid]),
                               notebooks.HIDDEN_MARKERS[0] in cells[gid].source)
               for gid, records in learner.items()}
     for gid, verdict in judged.items():
-        sources = sorted(g for g in judged if exercise_of(g) == exercise_of(gid)
-                         and is_informative(reference.get(g, [])))
-        if not sources:
-            verdict.failures.append(f"no check of the exercise {exercise_of(gid)} shows the learner's work "
-                                    "(every value it records is in the notebook or found by a guess): "
-                                    "its points cannot be earned; the course must add such a hidden check")
-        elif verdict.records_passed and any(not judged[g].records_passed for g in sources):
+        sources = informative_cells(reference, exercise_of(gid))
+        if verdict.records_passed and any(g not in judged or not judged[g].records_passed for g in sources):
             verdict.failures.append(f"its points count only when the hidden checks of {', '.join(sources)} "
                                     "pass as well")
     return judged
@@ -339,7 +348,7 @@ def visible_without_hidden(notebook, verdicts, reference):
     cells = notebooks.cells_by_id(notebook)
     found = []
     for gid, verdict in verdicts.items():
-        sources = [g for g in verdicts if exercise_of(g) == exercise_of(gid) and is_informative(reference.get(g, []))]
+        sources = [g for g in informative_cells(reference, exercise_of(gid)) if g in verdicts]
         if (verdict.records_passed and not kernel_failed(cells[gid]) and sources and gid not in sources
                 and sum(verdicts[g].informative_matched for g in sources) == 0):
             found.append(gid)
