@@ -40,6 +40,7 @@ from tinytorch_course import grading, notebooks, verdicts
 from tinytorch_course.release_run import NOT_RUN
 from tinytorch_course.autograder import Limits
 from tinytorch_course.leaks import split_regions
+from tinytorch_course.nbgrader_api import GRADER_KERNEL, install_grader_kernel
 
 from conftest import REPO
 
@@ -629,6 +630,19 @@ def test_values_the_notebook_holds_or_a_guess_finds_show_no_work():
         [True, True, False],  # None and an error: no one guess finds both; False alone is a guess
         [False]]  # a visible check: its expected value is in the notebook
     assert verdicts.unproven_exercises(key) == ["z"]
+
+
+# Exercises whose checks all answer yes/no or raise (a checker): guesses find every value. Their
+# points stand on their cells' own records (README, threat model); make a new one show work instead.
+UNPROVEN = {"03_autograd": ["gradcheck"]}
+
+
+@pytest.mark.parametrize("module_id", notebooks.module_ids(REPO))
+def test_every_exercise_shows_work(shared_grading_cache, module_id):
+    """Each exercise has a hidden check whose value is neither in the notebook nor a guess."""
+    install_grader_kernel()
+    key = verdicts.reference_records(REPO, module_id, shared_grading_cache / "answer-keys", GRADER_KERNEL)
+    assert verdicts.unproven_exercises(key) == UNPROVEN.get(module_id, [])
 
 
 def _test_cell(gid, source):

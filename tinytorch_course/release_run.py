@@ -56,7 +56,8 @@ class _GoOn(ast.NodeTransformer):
         arguments = ast.Lambda(
             args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
             body=ast.Tuple([ast.List(node.args, ast.Load()),
-                            ast.Dict([k.arg for k in node.keywords], [k.value for k in node.keywords])],
+                            ast.Dict([None if k.arg is None else ast.Constant(k.arg) for k in node.keywords],
+                                     [k.value for k in node.keywords])],
                            ast.Load()))
         call = ast.Call(ast.Name("_tinytorch_checked_call", ast.Load()),
                         [ast.Constant(CHECKS[node.func.id]), node.func, arguments], [])

@@ -5,14 +5,20 @@ A submission runs in the same interpreter as its tests, so whatever that interpr
 `tinytorch.testing` therefore also append what they checked, as plain data, to a records file
 (`$TINYTORCH_RECORDS`); `RecordingExecute` notes which records each cell wrote. `judge` then
 compares a submission's records with the answer key's records of the same cells, here, in the
-grader's own process:
+grader's own process. No point may be earned by a value that the notebook itself contains or that a
+guess finds:
 
-* a hidden test's `record(value)` must equal the answer key's value on the same inputs (the
-  expected value never exists in the submission's process, so it cannot be copied or forged);
-* a visible `assert_equal`/`assert_close` is recomputed from the recorded values with the answer
-  key's expected value (or, where that differs because it came from the learner's own objects,
-  with the recorded one);
-* a check the answer key made that the submission's run did not make fails the cell.
+* a cell's records must be the key's records, in number, kind, place and order (records written
+  ahead of, instead of or besides the checks fail it); each is judged with the key's result: a
+  hidden test's `record(value)` must equal the answer key's value on the same inputs, a visible
+  `assert_equal`/`assert_close` is recomputed from the recorded values with the answer key's
+  expected value (or, where that differs because it came from the learner's own objects, with the
+  recorded one);
+* the answer key marks its *informative* records (`mark_informative`): hidden records whose value
+  neither the untouched release computes too (`release_run`) nor a guess finds;
+* a cell earns its points only when every cell of its exercise that holds informative records
+  passes as well (`judge`): visible checks, whose expected values are in the notebook, and hidden
+  ones that record only free values count only with the learner's own work.
 
 A cell whose kernel reported no error although its records show a failed or missing check is
 reported as interference (the submission hid an error from nbgrader).
@@ -428,8 +434,9 @@ def reference_records(root, module_id, cache_dir, kernel_name):
         if errors:
             raise RuntimeError(f"the answer key of {module_id} raised: {errors[:3]}")
         stubs = _run_key(release, workdir, Path(scratch) / "release.jsonl", kernel_name)
-        if kernel_failed(release.cells[0]):
-            raise RuntimeError(f"the release run of {module_id} could not start: {release.cells[0].outputs}")
+        errors = notebooks.error_outputs(release)  # none: every statement goes on past its error
+        if errors:
+            raise RuntimeError(f"the release run of {module_id} raised: {errors[:3]}")
         mark_informative(found, stubs)
         temporary = Path(scratch) / "key.json"
         temporary.write_text(json.dumps(found))
