@@ -5,7 +5,8 @@ Each learner below hands in one kind of trouble, through the instructor's real r
 summary and the feedback. The classes of attack:
 
 1. a score forged inside the kernel (IPython's hooks, the checks, the records, numpy, builtins,
-   values whose `==` lies, importing the answer);
+   values whose `==` lies, importing the answer), points without work (records forged ahead of or
+   instead of the checks from the notebook's own values and guesses), and the guard's claims;
 2. escape and damage (setuid files, processes that outlive the job, files in /tmp, other jobs'
    folders, the course's files, the network, process limits);
 3. a notebook that would crash the run (broken metadata or JSON);
