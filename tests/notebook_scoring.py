@@ -34,15 +34,19 @@ def reference(module_id, cache_dir):
     return verdicts.reference_records(REPO, module_id, cache_dir, GRADER_KERNEL)
 
 
-def test_scores(executed, cell_records, answer_key):
-    """`{grade id: (score, max)}` for every autograded test cell, as the grader scores it."""
+def test_scores(executed, cell_records, answer_key, visible_alone=False):
+    """`{grade id: (score, max)}` for every autograded test cell, as the grader scores it; with
+    `visible_alone`, visible cells on their own checks, as the learner sees them before grading
+    (the grader gives their points only with the exercise's hidden checks: `verdicts.judge`)."""
     judged = verdicts.judge(executed, cell_records, answer_key)
     scores = {}
     for cell in executed.cells:
         if notebooks.is_graded(cell) and not notebooks.is_solution(cell):
             gid = notebooks.grade_id(cell)
             score, maximum = determine_grade(cell)
-            scores[gid] = (score if judged[gid].passed else 0, maximum)
+            alone = visible_alone and notebooks.HIDDEN_MARKERS[0] not in cell.source
+            passed = judged[gid].records_passed if alone else judged[gid].passed
+            scores[gid] = (score if passed else 0, maximum)
     return scores
 
 

@@ -32,11 +32,12 @@ def test_the_key_is_the_same_for_an_identical_copy(course):
     lambda root: append(grading_cache.HERE / "verdicts.py", "\n# records read differently\n"),
     lambda root: append(grading_cache.HERE / "kernel_guard.py", "\n# a guard that reports differently\n"),
     lambda root: append(grading_cache.HERE / "nbcells.py", "\n# imported by notebooks, which verdicts imports\n"),
+    lambda root: append(grading_cache.HERE / "release_run.py", "\n# the stubs' run, read as a cell's source\n"),
     lambda root: append(root / "tinytorch" / "testing.py", "\n# records written differently\n"),
     lambda root: append(root / "nbgrader_config.py", "\nc.Execute.timeout = 7\n"),
     lambda root: notebooks.notebook_path(root, "modules", MODULE).write_text(
         notebooks.notebook_path(root, "modules", MODULE).read_text().replace("assert_", "assert_ ", 1)),
-], ids=["verdicts", "kernel-guard", "imported-module", "testing", "execute-config", "notebook"])
+], ids=["verdicts", "kernel-guard", "imported-module", "release-run", "testing", "execute-config", "notebook"])
 def test_a_change_of_what_makes_an_entry_changes_its_key(course, change):
     before = grading_cache.key(course, MODULE)
     change(course)

@@ -5,7 +5,8 @@ Each learner below hands in one kind of trouble, through the instructor's real r
 summary and the feedback. The classes of attack:
 
 1. a score forged inside the kernel (IPython's hooks, the checks, the records, numpy, builtins,
-   values whose `==` lies, importing the answer);
+   values whose `==` lies, importing the answer), points without work (records forged ahead of or
+   instead of the checks from the notebook's own values and guesses), and the guard's claims;
 2. escape and damage (setuid files, processes that outlive the job, files in /tmp, other jobs'
    folders, the course's files, the network, process limits);
 3. a notebook that would crash the run (broken metadata or JSON);
@@ -36,9 +37,12 @@ import zipfile
 import nbformat
 import pytest
 
-from tinytorch_course import grading, notebooks
+from tinytorch.testing import to_plain
+from tinytorch_course import grading, notebooks, verdicts
+from tinytorch_course.release_run import NOT_RUN
 from tinytorch_course.autograder import Limits
 from tinytorch_course.leaks import split_regions
+from tinytorch_course.nbgrader_api import GRADER_KERNEL, install_grader_kernel
 
 from conftest import REPO
 
@@ -143,6 +147,72 @@ def _forge(result):
             os.write(_fd, json.dumps({'kind': kind, 'what': 'x', 'loc': ['forged.py', line], 'got': True,
                                       'want': True, 'passed': True}).encode() + b'\\n')
 get_ipython().events.register('post_run_cell', _forge)"""),
+}
+
+# The issue-38 attack on an untouched release: before each test cell runs, write a passing record
+# for every check in its source (visible expected values, True for yes/no records, values the test
+# computes itself where they evaluate), at the place the real check will have, and hide the cell's
+# errors. "prepend" leaves the real checks running after the forged ones; "replace" silences them,
+# so that only the forged records are there, one per check in the source.
+NO_WORK_FORGERY = """
+import ast, os
+import tinytorch.testing as _t
+_ip = get_ipython()
+_fd = int(os.environ['TINYTORCH_RECORDS'][3:])
+_KINDS = {'assert_equal': 'equal', 'assert_close': 'close', 'assert_raises': 'raises',
+          'assert_true': 'true', 'record': 'record', 'record_error': 'record_error'}
+_ERROR = {'error': ['RuntimeError', 'TypeError', 'ValueError', 'IndexError', 'AssertionError',
+                    'KeyError', 'Exception', 'BaseException', 'object'], 'message': ''}
+_write = _t._write
+
+def _value(node, fallback):
+    try:
+        return _t.to_plain(eval(compile(ast.Expression(node), '<forged>', 'eval'), _ip.user_ns))
+    except Exception:
+        return fallback
+
+def _forge(info):
+    source = info.raw_cell
+    place = os.path.basename(_ip.compile.get_code_name(source, source, 0))
+    try:
+        calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id in _KINDS]
+    except SyntaxError:
+        return
+    for call in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
+        kind = _KINDS[call.func.id]
+        entry = {'kind': kind, 'what': 'forged', 'loc': [place, call.lineno], 'passed': True,
+                 'rtol': 1e-5, 'atol': 1e-8}
+        if kind in ('equal', 'close') and len(call.args) > 1:
+            entry['got'] = entry['want'] = _value(call.args[1], None)
+        elif kind == 'raises':
+            entry.update(got=_ERROR, expected=getattr(call.args[0], 'id', 'Exception'), match=None)
+        elif kind == 'record_error':
+            entry.update(got=_ERROR, match=None)
+        elif kind == 'record' and call.args:
+            entry['got'] = _value(call.args[0], True)
+        else:
+            entry['got'] = True
+        os.write(_fd, _t.json.dumps(entry).encode() + b'\\n')
+
+_ip.events.register('pre_run_cell', _forge)
+_ip.set_custom_exc((BaseException,), lambda *a, **k: None)
+def _forget(result): result.error_in_exec = None
+_ip.events.register('post_run_cell', _forget)
+"""
+NO_WORK_ATTACKS = {"no-work-prepend": NO_WORK_FORGERY,
+                   "no-work-replace": NO_WORK_FORGERY + "\n_t._write = lambda *a, **k: None"}
+
+# Patches the kernel guard must flag (issue 38, item 7), each before a correct solution: the score
+# stays, the notebook is flagged with the reason.
+GUARD_CASES = {
+    "rebound-builtins": ("import builtins as _b\n__builtins__ = dict(vars(_b))", "rebound __builtins__"),
+    "numpy-internal": ("import numpy._core.numeric as _n\n_kept = _n.isclose\n"
+                       "_n.isclose = lambda *a, **k: _kept(*a, **k)", "numpy._core.numeric.isclose"),
+    "guard-module": ("import os, sys, types\n_fake = types.ModuleType('kernel_guard')\n"
+                     "_fake.report = lambda: os.write(int(os.environ['TINYTORCH_RECORDS'][3:]), "
+                     "b'{\"kind\": \"guard\", \"findings\": [], \"closing\": true}\\n')\n"
+                     "sys.modules['kernel_guard'] = _fake", "replaced the module kernel_guard"),
 }
 
 ESCAPES = {  # code that runs before a correct solution: it must change nothing outside its job
@@ -273,6 +343,10 @@ def make_class(root, port):
     for student, (body, code) in FORGE_ATTACKS.items():
         learners[student] = {name: first(stubs(release(), body), code)}
     learners["star-import"] = {name: first(release(), "from tinytorch.tensor_base import *")}
+    for student, code in NO_WORK_ATTACKS.items():
+        learners[student] = {name: first(release(), code)}
+    for student, (code, _) in GUARD_CASES.items():
+        learners[student] = {name: first(solution(), code)}
     for student, code in ESCAPES.items():
         learners[student] = {name: first(solution(), code.replace("PORT", str(port)))}
     learners["setuid"]["rootid"] = Path(shutil.which("id")).read_bytes()
@@ -524,7 +598,15 @@ def silent_gain(got):
     return got["status"] == "graded" and bool(got["score"])
 
 
-@pytest.mark.parametrize("student", [*HOOK_ATTACKS, *FORGE_ATTACKS, "star-import"])
+@pytest.mark.parametrize("student", NO_WORK_ATTACKS)
+def test_no_point_without_work(graded, student):
+    """Forged records ahead of (or instead of) the checks, True for every yes/no record, values
+    the tests compute themselves, errors hidden from nbgrader: an untouched release still scores 0."""
+    got = entry(graded, student)
+    assert got["score"] == 0 and got["status"] == "review", got
+
+
+@pytest.mark.parametrize("student", [*HOOK_ATTACKS, *FORGE_ATTACKS, *NO_WORK_ATTACKS, "star-import"])
 def test_forgery_earns_nothing_silently(graded, student):
     assert not silent_gain(entry(graded, student)), entry(graded, student)
 
@@ -534,6 +616,74 @@ def test_errors_hidden_from_nbgrader_are_flagged(graded, student):
     got = entry(graded, student)
     assert got["status"] == "review" and got["score"] == 0, got
     assert any("hid errors" in reason for reason in got["reasons"]), got
+
+
+def _record(kind, line, got, **fields):
+    return {"kind": kind, "what": f"line {line}", "loc": ["cell.py", line],
+            "got": got if got is NOT_RUN else to_plain(got), **fields}
+
+
+def test_a_cell_s_records_must_be_the_key_s_in_number_and_order():
+    key = verdicts.mark_informative({"x_hidden": [_record("record", 3, (3, 1)), _record("record", 4, 7)]},
+                                    {})["x_hidden"]
+    honest = [_record("record", 3, (3, 1)), _record("record", 4, 7)]
+    assert verdicts.judge_cell(key, honest, False, True).passed
+    for forged in [[honest[0]] + honest, honest + [honest[1]], honest[::-1], honest[:1]]:
+        verdict = verdicts.judge_cell(key, forged, False, True)
+        assert not verdict.passed and verdict.interference, forged
+    own_use = {"kind": "equal", "loc": ["solution.py", 9], "got": 1, "want": 1, "passed": True}
+    assert verdicts.judge_cell(key, [own_use] + honest, False, True).passed  # the learner's own checks
+
+
+def test_values_the_notebook_holds_or_a_guess_finds_show_no_work():
+    key = {"x_hidden": [_record("record", 1, True), _record("record", 2, True), _record("record", 3, (2, 6)),
+                        _record("record", 4, (6, 1)), _record("raises", 5, ValueError("no"), expected="ValueError"),
+                        _record("record_error", 6, None)],
+           "y_hidden": [_record("record_error", 1, None), _record("record_error", 2, RuntimeError("too far")),
+                        _record("record", 3, False)],
+           "z_visible": [_record("equal", 1, 5, want=5)]}
+    release = {"x_hidden": [_record("record", 1, NOT_RUN), _record("record", 2, False), _record("record", 3, (2, 6)),
+                            _record("record", 4, NOT_RUN)]}
+    verdicts.mark_informative(key, release)
+    assert [[r["informative"] for r in records] for records in key.values()] == [
+        [False, False, False, True, False, False],  # guesses (one value: True), computed by the test, errors
+        [True, True, False],  # None and an error: no one guess finds both; False alone is a guess
+        [False]]  # a visible check: its expected value is in the notebook
+    assert verdicts.unproven_exercises(key) == ["z"]
+
+
+# Exercises none of whose checks shows work: 03's gradcheck (a checker: its results are yes or an
+# error, which guesses find) and 06's attention_grad (visible tests only). Their points stand on their
+# cells' own records (README, threat model); a new exercise must show work instead.
+UNPROVEN = {"03_autograd": ["gradcheck"], "06_attention": ["attention_grad"]}
+
+
+@pytest.mark.parametrize("module_id", notebooks.module_ids(REPO))
+def test_every_exercise_shows_work(shared_grading_cache, module_id):
+    """Each exercise has a hidden check whose value is neither in the notebook nor a guess."""
+    install_grader_kernel()
+    key = verdicts.reference_records(REPO, module_id, shared_grading_cache / "answer-keys", GRADER_KERNEL)
+    assert verdicts.unproven_exercises(key) == UNPROVEN.get(module_id, [])
+
+
+def _test_cell(gid, source):
+    return nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
+        "grade": True, "grade_id": gid, "locked": True, "points": 1, "schema_version": 3, "solution": False}})
+
+
+def test_visible_points_count_only_with_the_exercise_s_informative_checks():
+    hidden = "### BEGIN HIDDEN TESTS\nrecord(f(2), 'f(2)')\n### END HIDDEN TESTS"
+    notebook = nbformat.v4.new_notebook(cells=[_test_cell("f_visible", "assert_equal(f(1), 1)"),
+                                               _test_cell("f_hidden", hidden)])
+    key = verdicts.mark_informative({"f_visible": [_record("equal", 1, 1, want=1, passed=True)],
+                                     "f_hidden": [_record("record", 2, 4)]},
+                                    {"f_hidden": [_record("record", 2, NOT_RUN)]})
+    visible = [_record("equal", 1, 1, want=1, passed=True)]
+    for learner_answer, passed in [(4, True), (3, False)]:
+        judged = verdicts.judge(notebook, {0: visible, 1: [_record("record", 2, learner_answer)]}, key)
+        assert [judged[g].passed for g in ("f_visible", "f_hidden")] == [passed, passed], learner_answer
+    judged = verdicts.judge(notebook, {0: visible, 1: [_record("record", 2, 3)]}, key)
+    assert verdicts.visible_without_hidden(notebook, judged, key) == ["f_visible"]
 
 
 def test_forged_visible_checks_are_flagged(graded):
@@ -560,6 +710,13 @@ def test_tampering_is_flagged_for_review(graded, student, reason):
     got = entry(graded, student)
     assert got["status"] == "review" and any(reason in r for r in got["reasons"]), got
     assert f"REVIEW {student}" in graded["summary"]
+
+
+@pytest.mark.parametrize("student", GUARD_CASES)
+def test_the_guard_flags_what_the_readme_says(graded, student):
+    got = entry(graded, student)
+    assert got["status"] == "review" and any(GUARD_CASES[student][1] in r for r in got["reasons"]), got
+    assert got["score"] == maximum(graded), got
 
 
 def test_tampering_with_a_correct_solution_keeps_its_marks(graded):

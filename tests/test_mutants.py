@@ -86,8 +86,9 @@ def through_own_tests(notebook, cell_id):
 
 
 def lost_on(executed, records, answer_key):
-    """The grade ids of the test cells of an executed notebook that lose points."""
-    scores = score_cells(executed, records, answer_key)
+    """The grade ids of the test cells of an executed notebook that lose points (visible cells on
+    their own checks: a visible test must catch the mistake itself, not through the hidden ones)."""
+    scores = score_cells(executed, records, answer_key, visible_alone=True)
     return {gid for gid, (score, maximum) in scores.items() if score < maximum}
 
 

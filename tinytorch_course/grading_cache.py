@@ -20,8 +20,9 @@ from .nbgrader_api import load_config
 
 HERE = Path(__file__).resolve().parent
 # The grading code's entry points: the records are produced by the kernels these start and read by
-# `verdicts`; the kernel's own files are loaded by path, not imported.
-GRADING_CODE = ["verdicts.py", "sandbox.py", "sandbox_kernel.py", "kernel_main.py", "kernel_guard.py"]
+# `verdicts`; the kernel's own files and the release run's cell are loaded by path, not imported.
+GRADING_CODE = ["verdicts.py", "sandbox.py", "sandbox_kernel.py", "kernel_main.py", "kernel_guard.py",
+                "release_run.py"]
 # nbgrader_config.py sections that change how a notebook executes (CourseDirectory paths do not).
 EXECUTION_CONFIG = ["Execute", "RecordingExecute", "SandboxedExecute", "ExecutePreprocessor", "NotebookClient"]
 LIBRARIES = ["numpy", "nbgrader", "nbclient", "ipykernel"]

@@ -263,7 +263,9 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 raise
             finally:
                 timer.cancel()
-            guard_records = self.cell_records.pop(report_cell, [])
+            guard_records = [r for records in self.cell_records.values() for r in records
+                             if r.get("kind") == "guard"]  # after each cell, and the closing one
+            self.cell_records.pop(report_cell, None)
             nb.cells.pop()
             return nb, guard_records
         finally:
@@ -365,14 +367,13 @@ class SandboxedExecute(verdicts.RecordingExecute):
         if fitted:
             reasons.append("passes the visible tests but none of the hidden checks of "
                            f"{', '.join(fitted)} (answers fitted to the visible examples?)")
-        reports = [r.get("findings") for r in guard_records if r.get("kind") == "guard"]
-        if not reports:
+        if not any(r.get("closing") is True for r in guard_records):
             reasons.append("the integrity check did not report (the submission may have "
                            "interfered with the grader)")
-        for findings in reports:
-            if isinstance(findings, list):
-                reasons += [f"{what} (in cell {cell})" for what, cell in findings
-                            if isinstance(what, str)][:20]
+        findings = [finding for record in guard_records if isinstance(record.get("findings"), list)
+                    for finding in record["findings"]]
+        reasons += [f"{what} (in cell {cell})" for what, cell in
+                    (f for f in findings if isinstance(f, list) and len(f) == 2 and isinstance(f[0], str))][:20]
         if overruled:
             notes.append(f"the grader's own checks failed where the notebook's did not: {', '.join(overruled)}")
         return sorted(set(reasons), key=reasons.index), notes

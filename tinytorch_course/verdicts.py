@@ -5,18 +5,25 @@ A submission runs in the same interpreter as its tests, so whatever that interpr
 `tinytorch.testing` therefore also append what they checked, as plain data, to a records file
 (`$TINYTORCH_RECORDS`); `RecordingExecute` notes which records each cell wrote. `judge` then
 compares a submission's records with the answer key's records of the same cells, here, in the
-grader's own process:
+grader's own process. No point may be earned by a value that the notebook itself contains or that a
+guess finds:
 
-* a hidden test's `record(value)` must equal the answer key's value on the same inputs (the
-  expected value never exists in the submission's process, so it cannot be copied or forged);
-* a visible `assert_equal`/`assert_close` is recomputed from the recorded values with the answer
-  key's expected value (or, where that differs because it came from the learner's own objects,
-  with the recorded one);
-* a check the answer key made that the submission's run did not make fails the cell.
+* a cell's records must be the key's records, in number, kind, place and order (records written
+  ahead of, instead of or besides the checks fail it); each is judged with the key's result: a
+  hidden test's `record(value)` must equal the answer key's value on the same inputs, a visible
+  `assert_equal`/`assert_close` is recomputed from the recorded values with the answer key's
+  expected value (or, where that differs because it came from the learner's own objects, with the
+  recorded one);
+* the answer key marks its *informative* records (`mark_informative`): hidden records whose value
+  neither the untouched release computes too (`release_run`) nor a guess finds;
+* a cell earns its points only when every cell of its exercise that holds informative records
+  passes as well (`judge`): visible checks, whose expected values are in the notebook, and hidden
+  ones that record only free values count only with the learner's own work.
 
 A cell whose kernel reported no error although its records show a failed or missing check is
 reported as interference (the submission hid an error from nbgrader).
 """
+import copy
 import json
 import os
 import tempfile
@@ -25,15 +32,18 @@ import stat
 
 import nbformat
 from nbclient.util import run_sync
-from nbgrader.preprocessors import Execute
+from nbgrader.preprocessors import ClearSolutions, Execute
 from traitlets import Dict, Set, Unicode
 
+import numpy as np
 from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
 
 from . import grading_cache, notebooks
 from .kernels import UnixSocketKernelManager
 
+HERE = Path(__file__).resolve().parent
 RECORDS_ENV = "TINYTORCH_RECORDS"
+STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # nbgrader_config.py's ClearSolutions.code_stub
 MAX_RECORD_BYTES = 64 << 20  # what one notebook's run may record
 VISIBLE_KINDS = ("equal", "close", "raises", "true")
 
@@ -141,21 +151,11 @@ def records_by_grade_id(notebook, cell_records):
 
 
 def _key(entry):
+    """`(kind, (file, line))`: what a record checked and where; None for a malformed place."""
     loc = entry.get("loc")
-    return entry.get("kind"), tuple(loc) if isinstance(loc, list) else None
-
-
-def _align(reference, learner):
-    """Pair each reference record with the next learner record of the same kind and place."""
-    pairs, position = [], 0
-    for expected in reference:
-        match = None
-        for i in range(position, len(learner)):
-            if _key(learner[i]) == _key(expected):
-                match, position = learner[i], i + 1
-                break
-        pairs.append((expected, match))
-    return pairs
+    place = (tuple(loc) if isinstance(loc, list) and len(loc) == 2 and isinstance(loc[0], str)
+             and isinstance(loc[1], int) else None)
+    return entry.get("kind"), place
 
 
 def _compare_values(got, want, rtol, atol):
@@ -199,13 +199,88 @@ def _judge_pair(expected, got_entry):
         return False, f"unreadable record ({type(error).__name__})"
 
 
+# ------------------------------------------------------------------ which records show work
+
+
+def _guess(value):
+    """The one guess that finds a key's decoded `value`, or "" if no single guess does: True,
+    False, None, and any error (the notebook names the class it expects, and a forged error may
+    list every class)."""
+    if isinstance(value, ErrorValue):
+        return "an error"
+    if isinstance(value, np.ndarray) and value.dtype == bool and value.size == 1:
+        value = bool(value.item())
+    return repr(value) if value is None or isinstance(value, bool) else ""
+
+
+def mark_informative(key, release):
+    """Set `informative` on each record of the answer key `key` (`{grade id: records}`, changed in
+    place): a hidden `record`/`record_error` whose value shows the learner's work. Not informative:
+    every visible check (its expected value is in the notebook); a value that the run of the
+    release notebook (`release`, the stubs: no work done) recorded at the same place too (the test
+    computed it itself); a value a guess finds (`_guess`), unless a cell's guessable values of one
+    kind differ from one another (then no one guess finds them all, and they count together)."""
+    for gid, records in key.items():
+        stubs = {}
+        for entry in release.get(gid, []):
+            stubs.setdefault(_key(entry), []).append(entry)
+        seen, guessed = {}, {}  # guessable records by kind
+        for entry in records:
+            place = _key(entry)
+            occurrence = seen[place] = seen.get(place, -1) + 1
+            entry["informative"] = False
+            if entry["kind"] not in ("record", "record_error"):
+                continue
+            twins = stubs.get(place, [])
+            if occurrence < len(twins) and _judge_pair(entry, twins[occurrence])[0]:
+                continue
+            guess = _guess(decoded(entry.get("got")))
+            if guess:
+                guessed.setdefault(entry["kind"], []).append((entry, guess))
+            else:
+                entry["informative"] = True
+        for together in guessed.values():
+            if len({guess for _, guess in together}) > 1:
+                for entry, _ in together:
+                    entry["informative"] = True
+    return key
+
+
+def is_informative(records):
+    return any(entry.get("informative") for entry in records)
+
+
+def informative_cells(reference, exercise):
+    """The grade ids of the exercise's test cells that hold informative records."""
+    return sorted(gid for gid, records in reference.items()
+                  if exercise_of(gid) == exercise and is_informative(records))
+
+
+def unproven_exercises(reference):
+    """Exercises none of whose records is informative: their points can be had by guesses."""
+    return sorted({exercise_of(gid) for gid in reference} - {exercise_of(gid) for gid, records in reference.items()
+                                                              if is_informative(records)})
+
+
+def exercise_of(grade_id):
+    """The exercise a test cell belongs to: its grade id without `_visible`/`_hidden`."""
+    for suffix in ("_visible", "_hidden"):
+        if grade_id.endswith(suffix):
+            return grade_id[:-len(suffix)]
+    return grade_id
+
+
+# ------------------------------------------------------------------ verdicts
+
+
 class CellVerdict:
     """The trusted verdict on one graded test cell."""
 
-    def __init__(self, failures, interference, value_checks_passed):
+    def __init__(self, failures, interference, informative_matched):
         self.failures = failures  # readable reasons, empty when the cell passes
         self.interference = interference  # the kernel hid a failure from nbgrader
-        self.value_checks_passed = value_checks_passed  # hidden `record` checks that matched
+        self.informative_matched = informative_matched  # informative records equal to the key's
+        self.records_passed = not failures  # its own records all match (before the exercise's rule)
 
     @property
     def passed(self):
@@ -213,59 +288,74 @@ class CellVerdict:
 
 
 def judge_cell(reference, learner, kernel_failed, hidden):
-    """The verdict on a cell from its answer-key records and the submission's records.
+    """The verdict on a cell's own records, against the answer key's: the same checks, in the
+    same order, each with the key's result. Records placed in other code (none of the files the
+    key's records name: a learner's own use of the checks) are left aside; any other record that
+    the key's run did not make fails the cell.
 
     `kernel_failed`: the executed cell has an error output; `hidden`: the cell is a hidden
     test (its messages then name what was checked, never the values)."""
-    failures, interference, value_checks_passed = [], False, 0
-    for expected, got_entry in _align(reference, learner):
-        what = expected.get("what") or f"the check on line {_key(expected)[1]}"
-        if got_entry is None:
-            failures.append(f"{what}: this check did not run")
-            interference |= not kernel_failed
-            continue
+    files = {place[0] for _, place in map(_key, reference) if place}
+    learner = [entry for entry in learner if (_key(entry)[1] or ("",))[0] in files]
+    pairs = list(zip(reference, learner))
+    same = next((i for i, (e, g) in enumerate(pairs) if _key(e) != _key(g)), len(pairs))
+    failures, interference, informative_matched = [], False, 0
+    for expected, got_entry in pairs[:same]:
+        what = expected.get("what") or f"the check on line {_key(expected)[1][1]}"
         ok, why = _judge_pair(expected, got_entry)
         if expected["kind"] in VISIBLE_KINDS and got_entry.get("passed") is False and not kernel_failed:
             interference = True
         if ok:
-            value_checks_passed += expected["kind"] == "record"
+            informative_matched += bool(expected.get("informative"))
         elif hidden:
             failures.append(f"a hidden check failed: {what}")
         else:
             failures.append(f"{what}: {why}")
-    return CellVerdict(failures, interference, value_checks_passed)
+    if same == len(learner) < len(reference) and kernel_failed:  # the cell stopped at its error
+        what = reference[same].get("what") or "a check"
+        failures.append("a hidden check did not run" if hidden else f"{what}: this check did not run")
+    elif not same == len(learner) == len(reference):
+        failures.append(f"the cell's checks did not run as the answer key's did: {len(learner)} recorded "
+                        f"where the key has {len(reference)}, the first difference at check {same + 1} "
+                        "(records written ahead of, instead of or besides the checks?)")
+        interference |= not kernel_failed
+    return CellVerdict(failures, interference, informative_matched)
 
 
 def kernel_failed(cell):
     return any(o.output_type == "error" for o in cell.get("outputs", []))
 
 
-def twin_of(grade_id):
-    """The hidden test cell of an exercise whose visible test cell is `grade_id`."""
-    return grade_id[:-len("_visible")] + "_hidden" if grade_id.endswith("_visible") else None
-
-
 def judge(notebook, cell_records, reference):
     """`{grade id: CellVerdict}` for the graded test cells of an executed submission.
 
-    `reference`: `{grade id: records}` of the answer key (`reference_records`)."""
+    `reference`: `{grade id: records}` of the answer key (`reference_records`). A cell earns its
+    points only when its own records match the key's and every cell of its exercise that holds
+    informative records (`mark_informative`) passes too: visible tests, and hidden ones that record
+    only values the notebook holds or a guess finds, count only with the learner's own work. (An
+    exercise without informative records, `unproven_exercises`, is judged by its cells' own.)"""
     learner = records_by_grade_id(notebook, cell_records)
     cells = notebooks.cells_by_id(notebook)
-    return {gid: judge_cell(reference.get(gid, []), records, kernel_failed(cells[gid]),
-                            notebooks.HIDDEN_MARKERS[0] in cells[gid].source)
-            for gid, records in learner.items()}
+    judged = {gid: judge_cell(reference.get(gid, []), records, kernel_failed(cells[gid]),
+                              notebooks.HIDDEN_MARKERS[0] in cells[gid].source)
+              for gid, records in learner.items()}
+    for gid, verdict in judged.items():
+        sources = informative_cells(reference, exercise_of(gid))
+        if verdict.records_passed and any(g not in judged or not judged[g].records_passed for g in sources):
+            verdict.failures.append(f"its points count only when the hidden checks of {', '.join(sources)} "
+                                    "pass as well")
+    return judged
 
 
 def visible_without_hidden(notebook, verdicts, reference):
-    """Visible test cells that pass while none of their exercise's hidden `record` checks
-    match the answer key: answers fitted to the visible examples, or a forged visible test."""
+    """Test cells whose own checks pass while none of the informative records of their exercise
+    match the answer key: answers fitted to the visible examples, or forged checks."""
     cells = notebooks.cells_by_id(notebook)
     found = []
     for gid, verdict in verdicts.items():
-        twin = twin_of(gid)
-        if (twin in verdicts and verdict.passed and not kernel_failed(cells[gid])
-                and any(r["kind"] == "record" for r in reference.get(twin, []))
-                and verdicts[twin].value_checks_passed == 0):
+        sources = [g for g in informative_cells(reference, exercise_of(gid)) if g in verdicts]
+        if (verdict.records_passed and not kernel_failed(cells[gid]) and sources and gid not in sources
+                and sum(verdicts[g].informative_matched for g in sources) == 0):
             found.append(gid)
     return found
 
@@ -295,26 +385,49 @@ def execute_recording(notebook, workdir, records_path, kernel_name, timeout=120,
     return executor.cell_records
 
 
+def release_notebook(notebook):
+    """A copy of a source notebook as the release hands it out: every solution region replaced by
+    the stub (nbgrader's own ClearSolutions, configured as `nbgrader_config.py` does)."""
+    release = nbformat.from_dict(copy.deepcopy(notebook))
+    ClearSolutions(code_stub={"python": STUB}, enforce_metadata=True).preprocess(release, {})
+    return release
+
+
+def _run_key(notebook, workdir, records_path, kernel_name):
+    """`{grade id: records}` of `notebook` run as submissions are run."""
+    # the kernel runs as submissions do: nbgrader sets NBGRADER_EXECUTION for them (in the kernel's
+    # environment only: nbgrader's own `setenv` around this process's may be running)
+    cell_records = execute_recording(notebook, workdir, records_path, kernel_name,
+                                     extra_env={"NBGRADER_EXECUTION": "autograde"},
+                                     skip_sources=notebooks.skipped_when_graded(notebook))
+    return records_by_grade_id(notebook, cell_records)
+
+
 def reference_records(root, module_id, cache_dir, kernel_name):
-    """`{grade id: records}` of the answer key: the source notebook run with its solutions,
-    cached in `cache_dir` under the digest of what it is made from (`grading_cache.key`)."""
+    """`{grade id: records}` of the answer key: the source notebook run with its solutions, each
+    record marked `informative` or not (`mark_informative`, from a second run of the release's
+    stubs, `release_run`); cached in `cache_dir` under the digest of what it is made from
+    (`grading_cache.key`)."""
     cache = Path(cache_dir) / f"{module_id}-{grading_cache.key(root, module_id)}.json"
     if cache.is_file():
         return json.loads(cache.read_text())
     cache.parent.mkdir(parents=True, exist_ok=True)
     notebook = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
     workdir = notebooks.notebook_path(root, "modules", module_id).parent
+    release = release_notebook(notebook)
+    release.cells.insert(0, nbformat.v4.new_code_cell(
+        (HERE / "release_run.py").read_text() + "\ninstall(get_ipython())\n"))
     # files of this process only: another process sharing the cache may be making the same key
     with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache.parent) as scratch:
-        # the kernel runs as submissions do: nbgrader sets NBGRADER_EXECUTION for them (in the kernel's
-        # environment only: nbgrader's own `setenv` around this process's may be running)
-        cell_records = execute_recording(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name,
-                                         extra_env={"NBGRADER_EXECUTION": "autograde"},
-                                         skip_sources=notebooks.skipped_when_graded(notebook))
+        found = _run_key(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name)
         errors = notebooks.error_outputs(notebook)
         if errors:
             raise RuntimeError(f"the answer key of {module_id} raised: {errors[:3]}")
-        found = records_by_grade_id(notebook, cell_records)
+        stubs = _run_key(release, workdir, Path(scratch) / "release.jsonl", kernel_name)
+        errors = notebooks.error_outputs(release)  # none: every statement goes on past its error
+        if errors:
+            raise RuntimeError(f"the release run of {module_id} raised: {errors[:3]}")
+        mark_informative(found, stubs)
         temporary = Path(scratch) / "key.json"
         temporary.write_text(json.dumps(found))
         temporary.replace(cache)
