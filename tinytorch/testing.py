@@ -6,6 +6,8 @@ Visible tests check a result against the value the exercise specifies and say wh
     assert_close(got, want, what)        numbers and arrays within rtol/atol, shapes equal
     assert_raises(ErrorType, fn, *args)  fn(*args) raises ErrorType (message containing `match`)
     assert_true(condition, what)         a property that has no value to compare (a view, a flag)
+    assert_passes(check, *args, what=)   check(*args) holds; its own AssertionError (gradcheck's:
+                                         which input and element differ) is shown with `what`
 
 Each failure names what was checked, the expected and actual values (shape, dtype, the first
 element that differs) and, where given, a hint. Tensors are compared through `.numpy()`.
@@ -34,8 +36,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["assert_equal", "assert_close", "assert_raises", "assert_true", "record", "record_error",
-           "being_graded"]
+__all__ = ["assert_equal", "assert_close", "assert_raises", "assert_true", "assert_passes", "record",
+           "record_error", "being_graded"]
 
 MAX_SHOWN = 6  # elements of an array shown in a message
 
@@ -361,6 +363,19 @@ def assert_true(condition, what, *, hint=None):
     _write("true", what, got=ok, passed=ok)
     if not ok:
         _fail(what, "expected it to hold, but it does not", hint)
+
+
+def assert_passes(check, *args, what, hint=None, **kwargs):
+    """`check(*args, **kwargs)` returns a true value. For a check that explains its own failure by
+    raising AssertionError (`gradcheck`: which input, which element, both numbers): the failure
+    names `what`, then that explanation, then the hint."""
+    try:
+        ok, why = bool(check(*args, **kwargs)), "expected a true result, but it returned a false one"
+    except AssertionError as error:
+        ok, why = False, str(error)
+    _write("true", what, got=ok, passed=ok)
+    if not ok:
+        _fail(what, why, hint)
 
 
 def _safe_plain(value):
