@@ -935,4 +935,3 @@ def test_view_permute_transpose_chains_copy_nothing_forward_and_only_what_backwa
         tracemalloc.stop()
         assert peak < limit * size, f"backward allocated {peak / size:.2f}x the gradient (limit {limit})"
         assert np.array_equal(qkv.grad.numpy(), _scatter_back(qkv.shape, rearrange, seed.numpy()))
-
