@@ -970,7 +970,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
             numerical = (up - down) / (2 * eps)
             if not np.allclose(got[index], numerical, atol=atol, rtol=rtol):
                 raise AssertionError(f"gradcheck: input {i}, element {index}: autograd gives "
-                                     f"{got[index]!r}, central differences give {numerical!r}")
+                                     f"{float(got[index]):.6g}, central differences give {numerical:.6g}")
     return True
     ### END SOLUTION
 

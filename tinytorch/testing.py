@@ -6,6 +6,8 @@ Visible tests check a result against the value the exercise specifies and say wh
     assert_close(got, want, what)        numbers and arrays within rtol/atol, shapes equal
     assert_raises(ErrorType, fn, *args)  fn(*args) raises ErrorType (message containing `match`)
     assert_true(condition, what)         a property that has no value to compare (a view, a flag)
+    assert_passes(check, *args, what=)   check(*args) holds; its own AssertionError (gradcheck's:
+                                         which input and element differ) is shown with `what`
 
 Each failure names what was checked, the expected and actual values (shape, dtype, the first
 element that differs) and, where given, a hint. Tensors are compared through `.numpy()`.
@@ -18,7 +20,8 @@ process, with what the answer key returns on the same inputs:
     record_error(fn, *args, what=...)    the error fn(*args) raises (or the value it returns)
 
 While nbgrader grades or validates a notebook, `being_graded()` is true: demos that only show
-something (a training run, a timing table) run shorter then; no test depends on them.
+something (a training run, a timing table) run shorter then; no test depends on them. Timing cells
+measure with `best_time(fn)`: the fastest of a few calls made after untimed warm-up calls.
 
 When the grader sets $TINYTORCH_RECORDS, every check also appends one JSON line there: what was
 checked, where, and the values as plain data. Elsewhere (your notebook, ./learn check) `record`
@@ -31,11 +34,12 @@ import math
 import os
 import re
 import sys
+import time
 
 import numpy as np
 
-__all__ = ["assert_equal", "assert_close", "assert_raises", "assert_true", "record", "record_error",
-           "being_graded"]
+__all__ = ["assert_equal", "assert_close", "assert_raises", "assert_true", "assert_passes", "record",
+           "record_error", "being_graded", "best_time"]
 
 MAX_SHOWN = 6  # elements of an array shown in a message
 
@@ -365,6 +369,19 @@ def assert_true(condition, what, *, hint=None):
         _fail(what, "expected it to hold, but it does not", hint)
 
 
+def assert_passes(check, *args, what, hint=None, **kwargs):
+    """`check(*args, **kwargs)` returns a true value. For a check that explains its own failure by
+    raising AssertionError (`gradcheck`: which input, which element, both numbers): the failure
+    names `what`, then that explanation, then the hint."""
+    try:
+        ok, why = bool(check(*args, **kwargs)), "expected a true result, but it returned a false one"
+    except AssertionError as error:
+        ok, why = False, str(error)
+    _write("true", what, got=ok, passed=ok)
+    if not ok:
+        _fail(what, why, hint)
+
+
 def _safe_plain(value):
     try:
         return to_plain(value)
@@ -396,3 +413,18 @@ def record_error(fn, *args, what, match=None, **kwargs):
 def being_graded():
     """True while nbgrader autogrades or validates this notebook (it sets $NBGRADER_EXECUTION)."""
     return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def best_time(fn, repeat=5, warmup=2):
+    """Seconds that one call of `fn()` takes in a steady loop: the fastest of `repeat` timed calls,
+    made after `warmup` untimed ones. First calls pay once for what later calls reuse (memory the
+    process has not touched yet, cold caches, BLAS threads starting, lazy imports) and can take ten
+    times as long: a timing that includes them measures the start-up, not the method."""
+    for _ in range(warmup):
+        fn()
+    best = math.inf
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best

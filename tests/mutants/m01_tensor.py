@@ -83,3 +83,7 @@ MUTANTS = [
     ("tensor_class", "exp() and sqrt() of integers keep numpy's float64",
      "        if float_result and not self.dtype.is_floating_point:\n            a = a.astype(DEFAULT_FLOAT.numpy_dtype)\n", ""),
 ]
+MUTANTS += [
+    ("check_layout", "a layout one past the storage's end accepted", "highest >= size:", "highest > size:"),
+    ("check_layout", "a layout that ends at the storage's last element refused", "highest >= size:", "highest >= size - 1:"),
+]

@@ -91,3 +91,10 @@ MUTANTS = [
      "merged = math.prod(self.shape[start:end])\n        return self.reshape(self.shape[:start] + (merged,) + self.shape[end:])"),
     ("views", "contiguous() always copies", "        if self.is_contiguous():\n            return self\n", ""),
 ]
+MUTANTS += [
+    ("views", "reshape copies every non-contiguous tensor, even where view_strides finds a view",
+     "        if strides is None:\n            return self.contiguous().view(shape)",
+     "        if strides is None or not self.is_contiguous():\n            return self.contiguous().view(shape)"),
+    ("views", "flatten of a 0-d tensor returns it unchanged (shape ())",
+     "        if self.ndim == 0:\n            return self.reshape(1)", "        if self.ndim == 0:\n            return self"),
+]

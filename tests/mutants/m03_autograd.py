@@ -139,3 +139,9 @@ MUTANTS += [
      "return None, np.where(c, grad, zero), np.where(c, zero, grad)",
      "return None, np.where(c, zero, grad), np.where(c, grad, zero)"),
 ]
+MUTANTS += [
+    ("run_backward", "a node that received no gradient raises KeyError", "g = grads.pop(node, None)", "g = grads.pop(node)"),
+    ("run_backward", "a node that received no gradient is not passed to done()",
+     "            if g is not None:\n                input_grads = self.call(node, g)",
+     "            if g is None:\n                continue\n            if True:\n                input_grads = self.call(node, g)"),
+]

@@ -138,3 +138,6 @@ MUTANTS += [
     ("init_helpers", "fans without the receptive field", "    receptive = math.prod(t.shape[2:])\n", "    receptive = 1\n"),
     ("init_helpers", "relu gain 2 instead of sqrt(2)", "        return math.sqrt(2.0)\n", "        return 2.0\n"),
 ]
+MUTANTS += [
+    ("more_nn", "one_hot accepts a class equal to num_classes (an all-zero row)", "index.max() >= n", "index.max() > n"),
+]

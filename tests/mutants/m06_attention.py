@@ -107,3 +107,7 @@ MUTANTS += [
      "    held = tracemalloc.get_traced_memory()[0]\n    tracemalloc.stop()\n    del out\n",
      "    del out\n    held = tracemalloc.get_traced_memory()[0]\n    tracemalloc.stop()\n"),
 ]
+MUTANTS += [
+    ("attention_cost", "only the forward pass timed",
+     "scaled_dot_product_attention(q, k, v, is_causal=True).backward(ones)", "scaled_dot_product_attention(q, k, v, is_causal=True)"),
+]

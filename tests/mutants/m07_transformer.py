@@ -114,3 +114,7 @@ MUTANTS += [
      "self.blocks = ModuleList([TransformerBlock(n_embd, n_head, 4, dropout) for _ in range(n_layer)])",
      "self.blocks = [TransformerBlock(n_embd, n_head, 4, dropout) for _ in range(n_layer)]"),
 ]
+MUTANTS += [
+    ("train_gpt", "estimate_loss runs in training mode (dropout on)",
+     "    model.eval()\n    for _ in range(batches):", "    for _ in range(batches):"),
+]

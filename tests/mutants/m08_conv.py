@@ -70,3 +70,9 @@ MUTANTS = [
     ("bn_module", "running statistics updated in eval mode too",
      "if self.training and self.track_running_stats:", "if self.track_running_stats:"),
 ]
+MUTANTS += [
+    ("bn_module", "track_running_stats=False still counts batches (there is no counter)",
+     "if self.training and self.track_running_stats:", "if self.training:"),
+    ("bn_module", "track_running_stats=False in eval mode reads running statistics that do not exist",
+     "use_batch = self.training or not self.track_running_stats", "use_batch = self.training"),
+]
