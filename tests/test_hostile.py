@@ -655,7 +655,7 @@ def test_values_the_notebook_holds_or_a_guess_finds_show_no_work():
 # Exercises none of whose checks shows work: 03's gradcheck (a checker: its results are yes or an
 # error, which guesses find) and 06's attention_grad (visible tests only). Their points stand on their
 # cells' own records (README, threat model); a new exercise must show work instead.
-UNPROVEN = {"03_autograd": ["gradcheck"], "06_attention": ["attention_grad"]}
+UNPROVEN = {}
 
 
 @pytest.mark.parametrize("module_id", notebooks.module_ids(REPO))
