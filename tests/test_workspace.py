@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import zipfile
 
 import pytest
@@ -14,13 +15,9 @@ from tinytorch_course import grading, notebooks
 from tinytorch_course.leaks import leaks
 from tinytorch_course.workspace import KIT_NAME, hand_written, kit_files, learner_lock, make_workspace
 from conftest import REPO, copy_course
+from learner_kit import fill_solutions, learn, shows
 
 MODULES = notebooks.module_ids(REPO)
-
-
-def shows(table, name, state):
-    """Whether a `status` table has the row `name  state` (columns are padded to the longest name)."""
-    return re.search(rf"^\s*{re.escape(name)}\s+{re.escape(state)}", table, re.M) is not None
 
 
 @pytest.fixture(scope="module")
@@ -32,26 +29,6 @@ def kit_and_zip(tmp_path_factory):
 def workspace(kit_and_zip, tmp_path):
     """A fresh copy of the kit, as a learner unpacks it."""
     return shutil.copytree(kit_and_zip[0], tmp_path / KIT_NAME, symlinks=True)
-
-
-def learn(workspace, *args):
-    """`./learn ARGS` in the workspace, with this Python (the same pinned environment as .venv)."""
-    env = dict(os.environ, LEARN_PYTHON=sys.executable)
-    env.pop("PYTHONPATH", None)
-    result = subprocess.run([str(workspace / "learn"), *args], cwd=workspace, env=env,
-                            capture_output=True, text=True, timeout=600)
-    return result.returncode, result.stdout + result.stderr
-
-
-def fill_solutions(workspace, module_id):
-    """Do every exercise of a module the way the reference solution does."""
-    source = notebooks.cells_by_id(notebooks.read(notebooks.notebook_path(REPO, "modules", module_id)))
-    path = notebooks.notebook_path(workspace, "modules", module_id)
-    notebook = notebooks.read(path)
-    for cell in notebook.cells:
-        if notebooks.is_solution(cell):
-            cell.source = notebooks.without_markers(source[notebooks.grade_id(cell)].source)
-    notebooks.write(notebook, path)
 
 
 def source_notebooks():
@@ -109,6 +86,7 @@ def test_kit_layout(kit_and_zip):
     names = {pin.split("==")[0] for pin in pins}
     assert {"numpy", "nbdev", "jupyterlab", "matplotlib", "scikit-learn", "tqdm"} <= names
     assert not {"playwright", "pytest", "hypothesis"} & names, "the course's test tools stay out of the kit"
+    assert "uv" in names, "./setup installs with uv"
     with zipfile.ZipFile(archive) as z:
         assert {n.split("/", 1)[1] for n in z.namelist()} == files
         for script in ("setup", "learn"):
@@ -125,6 +103,13 @@ def test_an_untouched_workspace_is_not_started_and_fails_its_checks(workspace):
     assert "first failure: dtypes_visible (in the notebook)" in out
     assert 'line 1: assert_equal([as_dtype("float32"), as_dtype("bool_")' in out
     assert "NotImplementedError" in out and "./learn export 01" in out
+    # The README's example is this output: each of its lines is in it (columns padded alike).
+    example = re.search(r"not started yet, for example:\n\n   ```\n(.*?)\n   ```",
+                        (workspace / "README.md").read_text(), re.S).group(1)
+    printed = {" ".join(line.split()) for line in out.splitlines()}
+    assert all(" ".join(line.split()) in printed for line in example.splitlines() if line.strip() != "..."), out
+    code, out = learn(workspace, "status")
+    assert shows(out, "01_tensor", "not started"), "a failed check of an untouched notebook starts nothing"
     # A locked milestone does not run: it names the modules to finish, as status does.
     for milestone, needs in [("01", MODULES[:1]), ("05", MODULES[:5])]:
         code, out = learn(workspace, "milestone", milestone)
@@ -143,9 +128,52 @@ def test_the_usage_lines_match_the_readme(workspace):
     assert all(f"./learn {command}" in readme for command in listed)
     for command, usage, example in [("check", "learn check [-h] NN", "./learn check 01"),
                                     ("export", "learn export [-h] NN", "./learn export 01"),
-                                    ("submit", "learn submit [-h] YOUR-ID [NN ...]", "./learn submit YOUR-ID 01")]:
+                                    ("submit", "learn submit [-h] YOUR-ID [NN ...]", "./learn submit YOUR-ID 01"),
+                                    ("milestone", "learn milestone [-h] NN [ITS OPTIONS]", "./learn milestone 01")]:
         out = learn(workspace, command, "--help")[1]
         assert out.startswith(f"usage: {usage}\n") and example in readme, out
+
+
+def test_milestone_help_works_without_a_number_and_while_locked(workspace):
+    code, out = learn(workspace, "milestone", "--help")
+    assert code == 0, out
+    for path in sorted((workspace / "milestones").glob("[0-9][0-9]_*.py")):
+        assert re.search(rf"^  {path.stem[:2]}  \S", out, re.M), f"{path.name} is listed:\n{out}"
+    code, out = learn(workspace, "milestone", "08", "--help")  # locked: nothing is exported
+    assert code == 0 and out.startswith("usage: ./learn milestone 08") and "--epochs EPOCHS" in out, out
+    assert "locked until ./learn check passes for 01_tensor, 02_strides" in out and "Traceback" not in out, out
+    code, out = learn(workspace, "milestone", "01", "-h")  # a milestone without options: its description
+    assert code == 0 and out.startswith("usage: ./learn milestone 01\n") and "agrees with numpy" in out, out
+    code, out = learn(workspace, "milestone")
+    assert code == 2 and "name a milestone" in out, out
+
+
+def test_the_readme_is_made_from_the_notebooks(kit_and_zip):
+    """The parts of the kit's README that follow the notebooks are generated when the kit is made:
+    each module's notebook and exported file, and module 01's first test as the release has it."""
+    readme = (kit_and_zip[0] / "README.md").read_text()
+    assert "<!-- generated" not in readme
+    for module_id in MODULES:
+        code = "\n".join(c.source for c in notebooks.read(notebooks.notebook_path(REPO, "modules", module_id)).cells
+                         if c.cell_type == "code")
+        exported = re.search(r"^#\|\s*default_exp\s+(\S+)", code, re.M).group(1).replace(".", "/")
+        row = rf"^\| {module_id[:2]} .*\| `modules/{module_id}/{module_id}.ipynb` \| `tinytorch/{exported}.py`"
+        assert re.search(row, readme, re.M), f"{module_id} -> tinytorch/{exported}.py is not in the table"
+    release = notebooks.read(notebooks.notebook_path(REPO, "release", MODULES[0]))
+    first = next(c for c in release.cells if notebooks.is_test(c) and "assert" in c.source)
+    assert f"`{notebooks.grade_id(first)}`" in readme and textwrap.indent(first.source, "   ") in readme
+    named = set(re.findall(r"tinytorch[/.]([a-z_]+)", readme))
+    assert named and all((REPO / "tinytorch" / f"{name}.py").is_file() for name in named), named
+
+
+def test_the_kits_setup_installs_with_the_uv_its_lock_pins(kit_and_zip):
+    kit = kit_and_zip[0]
+    pin = next(line for line in (REPO / "requirements.lock").read_text().splitlines() if line.startswith("uv=="))
+    assert pin in (kit / "requirements.lock").read_text().splitlines(), "the course's uv, pinned in the kit"
+    setup = (kit / "setup").read_text()
+    assert "pip install --quiet --disable-pip-version-check \"$(grep '^uv==' requirements.lock)\"" in setup
+    installs = [line for line in setup.splitlines() if "-r requirements.lock" in line]
+    assert installs and all(line.startswith(".venv/bin/python -m uv pip install ") for line in installs), installs
 
 
 def test_the_gitignore_keeps_out_what_the_commands_write(workspace):
@@ -180,6 +208,17 @@ def test_a_learner_solves_exports_checks_and_unlocks_the_milestone(workspace):
     assert shows(out, "01_tensor", "checks pass") and shows(out, "01_your_own_tensor", "unlocked"), out
     code, out = learn(workspace, "milestone", "01")
     assert code == 0 and "milestone 01 passed" in out, out
+
+    # An exported cell changed and not exported again: check says so, and does not pass.
+    notebook = notebooks.read(path)
+    next(c for c in notebook.cells if notebooks.is_solution(c) and "#| export" in c.source).source += "\n# tidied"
+    notebooks.write(notebook, path)
+    code, out = learn(workspace, "check", "01")
+    assert code == 1 and "12/12 pass in the notebook" in out, out
+    assert ("tinytorch/tensor_base.py is older than your notebook's `#| export` cells: run ./learn export 01"
+            in out and "tinytorch.tensor_base (out of date)" in out), out
+    assert not shows(learn(workspace, "status")[1], "01_tensor", "checks pass")
+    assert learn(workspace, "export", "01")[0] == 0
 
     # The package column tests the exported package, not the notebook: break only the package.
     exported = workspace / "tinytorch" / "tensor_base.py"
