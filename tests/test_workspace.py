@@ -399,3 +399,16 @@ def test_the_course_gpt_milestone_runs_the_kits_training(tmp_path):
     assert results["tinytorch"]["steps"] >= 1 and results["tinytorch"]["sample"].startswith("def ")
     assert (tmp_path / "artifacts" / "milestone-gpt.png").is_file()
     assert (tmp_path / "artifacts" / "milestone-gpt.ckpt").is_file()
+
+
+def test_the_course_digits_milestone_runs_the_kits_program(tmp_path, monkeypatch, capsys):
+    """`./course milestone digits` (shortened) runs milestones/05_digits.py's main with --epochs, and
+    exits 1 when the run misses the 97% target."""
+    from tinytorch_course.milestone import digits
+
+    shutil.copytree(REPO / "milestones", tmp_path / "milestones")
+    monkeypatch.chdir(tmp_path)
+    assert digits(tmp_path, epochs=1) == 1  # one epoch is far from 97%
+    shown = capsys.readouterr().out
+    assert "after 1 epochs" in shown and "milestone 05 needs >= 97% test accuracy" in shown, shown
+    assert (tmp_path / "artifacts" / "milestone-digits.png").stat().st_size > 10_000
