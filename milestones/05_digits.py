@@ -26,11 +26,9 @@ def main(argv=None):
     accuracy = result["test_accuracy"]
     print(f"digits MLP: test accuracy {100 * accuracy:.2f}% after {args.epochs} epochs in {result['seconds']:.1f} s")
     print(f"confusion matrix and misclassified digits: {picture.resolve()}")
-    if accuracy < 0.97:
-        print(f"milestone 05 needs >= 97% test accuracy, got {100 * accuracy:.2f}%")
-        return 1
-    print("milestone 05 passed")
-    return 0
+    passed = accuracy >= 0.97
+    print("milestone 05 passed" if passed else f"milestone 05 needs >= 97% test accuracy, got {100 * accuracy:.2f}%")
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

@@ -32,14 +32,16 @@ pytestmark = pytest.mark.xdist_group("learner_walk")  # the walk is made once, o
 
 def walk_modules(workspace, module_ids, course=REPO):
     """Solve, `./learn export` and `./learn check` each module in order, as a learner goes:
-    `{module: what went wrong}` (empty if every visible test passed, in the notebook and the package)."""
+    `{module: what went wrong}` (empty if every visible test passed, in the notebook and the package,
+    and no other cell raised)."""
     problems = {}
     for module_id in module_ids:
         fill_solutions(workspace, module_id, course)
         for command in ("export", "check"):
             code, out = learn(workspace, command, module_id[:2])
             tallies = re.findall(r"^(\d+)/(\d+) pass ", out, re.M)
-            if code != 0 or (command == "check" and (len(tallies) != 2 or any(a != b for a, b in tallies))):
+            if code != 0 or (command == "check" and (len(tallies) != 2 or any(a != b for a, b in tallies)
+                                                     or "a cell that is not a test raised" in out)):
                 problems[module_id] = f"`./learn {command} {module_id[:2]}` exited {code}:\n{out}"
                 break
     return problems

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import zipfile
 
+import nbformat
 import pytest
 
 from tinytorch_course import grading, notebooks
@@ -252,10 +253,14 @@ def test_check_uses_the_tests_as_handed_out(workspace):
         if notebooks.is_test(cell):
             cell.source = 'print("all fine")'
     notebook.cells = [c for c in notebook.cells if notebooks.grade_id(c) != "elementwise_visible"]
+    notebook.cells.insert(0, nbformat.v4.new_code_cell("from_the_hidden_tests + 1"))  # a given cell that raises
     notebooks.write(notebook, path)
     code, out = learn(workspace, "check", "01")
     assert code == 1 and "0/12 pass in the notebook" in out, out
     assert "elementwise_visible         2       FAIL" in out
+    assert ("also, a cell that is not a test raised (grading runs every cell): the cell starting "
+            "'from_the_hidden_tests + 1', line 1: from_the_hidden_tests + 1\n"
+            "    NameError: name 'from_the_hidden_tests' is not defined") in out, out
 
 
 def test_the_submission_lands_where_the_instructor_collects_it(workspace, tmp_path):

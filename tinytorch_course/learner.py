@@ -18,6 +18,7 @@ This file ships in the learner's workspace kit as tinytorch_kit/__init__.py; it 
 solutions and no hidden tests.
 """
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -282,10 +283,24 @@ def do_check(root, key, log=print):
     stale = out_of_date(root, mid) if exported else []
     passed = all(reason is None for reason in results.values()) and not stale
     log(format_check(mid, dotted, tests, points, results, exported, stale))
+    other = first_other_error(runs["notebook"])
+    if other:
+        log(f"\nalso, a cell that is not a test raised (grading runs every cell): {other}")
     save_state(root, mid, checked=check_digest(root, learner), passed=passed,
                tally=f"{sum(results[t, 'notebook'] is None and results[t, 'package'] is None for t in tests)}"
                      f"/{len(tests)}")
     return passed
+
+
+def first_other_error(executed):
+    """Where the first code cell that is not a test raised, and why (None if none did): given code, or an
+    exercise's cell, that fails when the notebook runs from the top."""
+    for cell in code_cells(executed):
+        if not nbcells.is_test(cell) and any(o.output_type == "error" for o in cell.get("outputs", [])):
+            reason = failure(cell)
+            first = (cell.source.strip().splitlines() or [""])[0]
+            return f"{nbcells.grade_id(cell) or 'the cell starting ' + repr(first[:60])}, {reason}"
+    return None
 
 
 def format_check(mid, dotted, tests, points, results, exported, stale=()):
@@ -349,8 +364,6 @@ def module_state(root, mid, state):
 
 def milestones(root):
     """`[(file, title, required module ids)]` from milestones/*.py (their REQUIRES and docstring)."""
-    import ast
-
     found = []
     for path in sorted((Path(root) / "milestones").glob("[0-9][0-9]_*.py")):
         tree = ast.parse(path.read_text())
@@ -397,8 +410,6 @@ HELP = ("-h", "--help")
 
 def takes_options(path):
     """Whether a milestone program parses options of its own (imports argparse)."""
-    import ast
-
     return any(isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names)
                for node in ast.parse(Path(path).read_text()).body)
 
@@ -406,8 +417,6 @@ def takes_options(path):
 def milestone_help(root, path, requires, states, log=print):
     """A milestone's own help (its options, or its description), and what unlocks it: shown even
     while it is locked (the help of a program with options runs before it imports tinytorch)."""
-    import ast
-
     if takes_options(path):
         shown = subprocess.run([sys.executable, str(path), "--help"], cwd=root, env=kernel_env(root),
                                capture_output=True, text=True)
