@@ -4,6 +4,7 @@ typed into each release notebook's solution cells (never the hidden tests), `./l
 (roster, collect --folder, run). Grading restores the hidden tests, so only this walk shows a visible
 or given cell that needs something only a hidden test defines: that fails every learner's check."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -144,3 +145,40 @@ def test_a_visible_cell_that_needs_a_hidden_one_fails_the_walk(tmp_path):
     assert list(problems) == ["04_layers"]
     assert re.search(r"^linear_layers_visible\s+\d+\s+FAIL\s+FAIL$", problems["04_layers"], re.M), problems
     assert "NameError: name 'manual_seed' is not defined" in problems["04_layers"], problems
+
+
+# The tests below reuse the walked workspace (after the tests above): every module exported and checked.
+
+def test_exporting_again_replaces_and_gives_torch_style_optim_and_data_modules(walked):
+    workspace = walked["workspace"]
+    assert learn(workspace, "export", "05")[0] == 0  # exporting again replaces, never appends
+    optim_py = (workspace / "tinytorch" / "optim.py").read_text()
+    assert optim_py.count("from tinytorch.training import") == 1, optim_py
+    code = ("import tinytorch.optim as optim, tinytorch.data as data, tinytorch.training as t; "
+            "print(optim.AdamW is t.AdamW, data.DataLoader is t.DataLoader, t.__file__)")
+    run = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(workspace)))
+    assert run.stdout.split() == ["True", "True", str(workspace / "tinytorch" / "training.py")], run.stderr
+
+
+def test_the_gpt_milestone_trains_the_learners_own_package_and_resumes(walked):
+    """`./learn milestone 07`, shortened to seconds on a slice of the corpus (the walk's run)."""
+    workspace, (code, out) = walked["workspace"], walked["milestones"]["07"]
+    assert "it/s" in out, "a progress bar"
+    assert "--- your GPT writes (after 'def ') ---\ndef " in out
+    assert "the reference package reaches about" in out and "unigram baseline" in out
+    loss = float(re.search(r"validation loss (\d+\.\d+) nats/char after (\d+) steps", out).group(1))
+    assert loss < 4.56, "below chance (log 96): it learned something"  # ln(vocabulary)
+    artifacts = workspace / "artifacts"
+    assert (artifacts / "milestone-gpt.png").stat().st_size > 1000 and (artifacts / "milestone-gpt.ckpt").is_file()
+
+    # A run stopped early (Ctrl-C after a checkpoint) resumes where its checkpoint left off.
+    plan_file = artifacts / "milestone-gpt-plan.json"
+    plan = json.loads(plan_file.read_text())
+    done = int(re.search(r"after (\d+) steps", out).group(1))
+    plan_file.write_text(json.dumps(dict(plan, finished=False, steps=done + 4, minutes=5.0)))
+    code, out = learn(workspace, "milestone", "07", *MILESTONES["07"][0])
+    assert f"resuming the unfinished run (5.0 minutes, {done + 4} steps planned) at step {done}" in out, out
+    assert f"after {done + 4} steps" in out, out
+    code, out = learn(workspace, "milestone", "07", "-h")
+    assert code == 0 and "--minutes" in out and "--fresh" in out, out
