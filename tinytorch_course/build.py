@@ -9,7 +9,7 @@ from pathlib import Path
 from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
 
-from . import notebooks
+from . import hidden_names, notebooks
 from .nbgrader_api import CourseError, api, check, install_grader_kernel, run_converter, working_directory
 from .progress import Progress
 
@@ -158,10 +158,12 @@ def _replace(root, staging, name):
 
 
 def build(root, module_ids=None, log=print):
-    """Clean the sources, export the package, and regenerate release/ and solutions/ (of every
-    module, or only of `module_ids`)."""
+    """Check that no visible cell reads a name only the hidden tests bind, clean the sources, export
+    the package, and regenerate release/ and solutions/ (of every module, or only of `module_ids`)."""
     root = Path(root).resolve()
     started = time.perf_counter()
+    for module_id in module_ids or notebooks.module_ids(root):
+        hidden_names.check_notebook(notebooks.notebook_path(root, "modules", module_id))
     install_grader_kernel()
     clean_sources(root)
     export_package(root)
