@@ -331,10 +331,12 @@ def test_one_state_per_learner_and_module_in_csv_and_summary(mixed_class):
     assert "  missing absent-learner: nothing submitted" in text and "  missing demo-blank: nothing submitted" in text
 
 
-def test_the_readme_names_each_state_once():
-    readme = (REPO / "README.md").read_text()
+@pytest.mark.parametrize("page", ["README.md", "docs/grading.md"])
+def test_the_docs_name_each_state_once(page):
+    """The README's first week and the grading page each define every state once, in bold."""
+    text = (REPO / page).read_text()
     for name in grading.STATES:
-        assert readme.count(f"**{name}**") == 1, name
+        assert text.count(f"**{name}**") == 1, (page, name)
 
 
 def gradebook_scores(root):

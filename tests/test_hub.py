@@ -182,7 +182,7 @@ class Hub:
 @contextlib.contextmanager
 def python_open_to_all():
     """Let every account pass through the folders on the way to this Python (a pyenv under /root,
-    as on the course's machines), as README.md tells an instructor; put them back afterwards."""
+    as on the course's machines), as docs/hub.md tells an instructor; put them back afterwards."""
     opened = []
     try:
         while closed_folder(sys._base_executable):
