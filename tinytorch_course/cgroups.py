@@ -23,17 +23,21 @@ def _v1_shares(weight):
     return str(max(2, weight * 1024 // DEFAULT_CPU_WEIGHT))
 
 
-# controller: (v1 limits, v2 limits, (event file, counter) that says the limit was hit, reason);
+REASONS = {  # why a job failed, whoever noticed (its control group or the sandbox's watch)
+    "memory": "out of memory for the job: its processes together reached the limit of {mb} MB",
+    "pids": "too many processes: the job tried to run more than {processes} at once",
+    "disk": "disk full: the job filled {folder} ({mb} MB)",
+}
+
+# controller: (v1 limits, v2 limits, {version: (event file, counter) that says the limit was hit});
 # each limit is (file, how to write the job's number, required?)
 CONTROLLERS = {
     "memory": ([("memory.limit_in_bytes", str, True), ("memory.memsw.limit_in_bytes", str, False)],
                [("memory.max", str, True), ("memory.swap.max", lambda _: "0", False)],
-               {1: ("memory.oom_control", "oom_kill"), 2: ("memory.events", "oom_kill")},
-               "out of memory for the job: its processes together reached the limit of {mb} MB"),
+               {1: ("memory.oom_control", "oom_kill"), 2: ("memory.events", "oom_kill")}),
     "pids": ([("pids.max", str, True)], [("pids.max", str, True)],
-             {1: ("pids.events", "max"), 2: ("pids.events", "max")},
-             "too many processes: the job tried to run more than {processes} at once"),
-    "cpu": ([("cpu.shares", _v1_shares, True)], [("cpu.weight", str, True)], {}, None),
+             {1: ("pids.events", "max"), 2: ("pids.events", "max")}),
+    "cpu": ([("cpu.shares", _v1_shares, True)], [("cpu.weight", str, True)], {}),
 }
 
 
@@ -102,7 +106,7 @@ class JobGroup:
         reasons = []
         for name, count in self._counters().items():
             if count > self._baseline.get(name, 0):
-                reasons.append(CONTROLLERS[name][3].format(**self.limits))
+                reasons.append(REASONS[name].format(**self.limits))
         return reasons
 
     def remove(self, attempts=100):

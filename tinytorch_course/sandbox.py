@@ -5,14 +5,18 @@
 autogrades (`./course grade run`, `nbgrader autograde`, the formgrader's button) runs it. For each
 notebook it:
 
-* prepares a job folder: `work/` (the kernel's working folder: the module's data files and the
-  submission's other files, never a notebook), `ipc/` (the kernel's sockets), the records file and
-  the job spec (both only for the grader);
+* prepares a job folder: `work/` (the submission's other files, never a notebook: the kernel
+  copies them into its working folder, a size-limited filesystem of its own), `ipc/` (the kernel's
+  sockets), the records file and the job spec (both only for the grader);
+* puts the whole job in control groups of its own (`cgroups`: memory, processes and CPU share of
+  all its processes together) where the machine allows, and watches it while it runs
+  (`JobWatch`: full disks; memory and processes where no control group bounds them); a job
+  that reaches a limit is stopped, and the limit is its reason to fail;
 * starts the `tinytorch-sandbox` kernel (`sandbox_kernel`), which runs it under bubblewrap: new
   PID, network, IPC and UTS namespaces, a fresh root with the Python installation, the reference
   package of the earlier modules (never the graded one) and the kernel's own files read-only,
-  `work/` and `ipc/` writable, private /tmp, /var/tmp and /dev/shm, a cleared environment, resource
-  limits; as root, a user id of its own that owns nothing else. Every process of the job dies with it;
+  `ipc/` writable, a working folder and private /tmp, /var/tmp and /dev/shm of fixed sizes, a
+  cleared environment, resource limits; as root, a user id of its own that owns nothing else. Every process of the job dies with it;
 * executes the notebook with `RecordingExecute` (records per cell, hidden tests out of the
   kernel's history) under a whole-notebook deadline and an output cap;
 * judges every graded test cell from its records against the answer key's (`verdicts`), marks
@@ -37,9 +41,9 @@ import time
 import nbformat
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Float, Integer, Unicode
+from traitlets import Bool, Float, Integer, Unicode
 
-from . import notebooks, verdicts
+from . import cgroups, notebooks, verdicts
 from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 
 HERE = Path(__file__).resolve().parent
@@ -175,10 +179,17 @@ class SandboxedExecute(verdicts.RecordingExecute):
     job_root = Unicode("", help="where job folders go (default: the system's temporary folder)"
                        ).tag(config=True)
     notebook_timeout = Integer(900, help="seconds for a whole notebook").tag(config=True)
-    memory_mb = Integer(3072, help="address space of the kernel").tag(config=True)
+    memory_mb = Integer(3072, help="address space of each process").tag(config=True)
+    job_memory_mb = Integer(4096, help="memory of the whole job: all its processes and files"
+                            ).tag(config=True)
     file_mb = Integer(64, help="largest file the kernel may write").tag(config=True)
+    disk_mb = Integer(512, help="size of the kernel's working folder").tag(config=True)
     tmp_mb = Integer(256, help="size of each private temporary folder").tag(config=True)
-    processes = Integer(256, help="processes of the job's user (as root)").tag(config=True)
+    processes = Integer(256, help="processes (threads included) of the whole job").tag(config=True)
+    cpu_weight = Integer(cgroups.DEFAULT_CPU_WEIGHT, help="the job's CPU share, in cgroups v2's "
+                         "cpu.weight (100: as much as one process of the grader)").tag(config=True)
+    use_cgroups = Bool(True, help="limit each job with control groups where the machine allows "
+                       "(else the grader's watch)").tag(config=True)
     output_mb = Float(4.0, help="outputs kept per notebook").tag(config=True)
 
     job = None  # the ./course grade run worker reads what happened here (a dict), else None
@@ -200,10 +211,15 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 "reference": str(reference), "kernel": str(kernel),
                 "records": str(job_dir / "records"), "log": str(job_dir / "kernel.log"),
                 "memory_bytes": self.memory_mb << 20, "file_bytes": self.file_mb << 20,
-                "tmp_bytes": self.tmp_mb << 20, "processes": self.processes,
+                "disk_bytes": self.disk_mb << 20, "tmp_bytes": self.tmp_mb << 20,
+                "processes": self.processes,
                 "cpu_seconds": self.notebook_timeout + 60,
                 "output_bytes": int(self.output_mb * (1 << 20))}
         outcome = self.job if self.job is not None else {}
+        group = cgroups.job_group(job_dir.name, self.job_memory_mb << 20, self.processes,
+                                  self.cpu_weight) if self.use_cgroups else None
+        spec["cgroup_procs"] = group.procs_files if group else []
+        watch = JobWatch(self._sandbox_pid, self._stop_sandbox, spec, group, self.job_memory_mb << 20)
         try:
             self._lay_out(job_dir, spec, resources)
             self.records_path = spec["records"]
@@ -214,6 +230,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
             self._report_cell = len(nb.cells) - 1
             timer = threading.Timer(self.notebook_timeout, self._deadline_passed, [outcome])
             timer.start()
+            watch.start()
             try:
                 nb, resources = super().preprocess(nb, resources, km)
             except DeadKernelError:
@@ -225,13 +242,21 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 raise
             finally:
                 timer.cancel()
+                watch.done.set()
             guard_records = self.cell_records.pop(self._report_cell, [])
             nb.cells.pop()
         finally:
+            watch.done.set()
+            over = watch.reasons + (group.exceeded() if group else [])
+            if over:  # the worker fails the job with these reasons; nbgrader's route flags it
+                outcome["over_limit"] = sorted(set(over), key=over.index)
+            if group:
+                group.remove()
             if uid is not None:
                 kill_user(uid)
             shutil.rmtree(job_dir, ignore_errors=True)
         reasons, notes = self._judge(nb, answer_key, guard_records)
+        reasons = outcome.get("over_limit", []) + reasons
         if self._truncated:
             notes.append(f"output cut at {self._output_cap} bytes")
         outcome.update(reasons=outcome.get("reasons", []) + reasons, notes=outcome.get("notes", []) + notes)
@@ -271,7 +296,14 @@ class SandboxedExecute(verdicts.RecordingExecute):
 
     def _deadline_passed(self, outcome):
         outcome["deadline_passed"] = True
-        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
+        self._stop_sandbox()
+
+    def _sandbox_pid(self):
+        """The launcher's process id (bubblewrap, once it started), or None before."""
+        return getattr(getattr(self.km, "provisioner", None), "pid", None)
+
+    def _stop_sandbox(self):
+        pid = self._sandbox_pid()
         if pid:
             try:
                 os.kill(pid, signal.SIGKILL)  # bubblewrap: the whole sandbox goes with it
@@ -360,6 +392,77 @@ def kill_user(uid):
         if not found:
             return
         time.sleep(0.05)
+
+
+def descendants(pid):
+    """`pid` and every process below it, parents before children (orphans of the sandbox stay
+    below it: its first process is the init of its PID namespace)."""
+    found, index = [pid], 0
+    while index < len(found):
+        try:
+            tasks = os.listdir(f"/proc/{found[index]}/task")
+        except OSError:
+            tasks = []
+        for task in tasks:
+            try:
+                with open(f"/proc/{found[index]}/task/{task}/children") as f:
+                    found += [int(child) for child in f.read().split()]
+            except OSError:
+                pass
+        index += 1
+    return found
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+SCRATCH = {"/grader/work": "disk_bytes", "/tmp": "tmp_bytes", "/var/tmp": "tmp_bytes", "/dev/shm": "tmp_bytes"}
+
+
+class JobWatch(threading.Thread):
+    """Watches a running job every `period` seconds and stops it at the first limit it reaches:
+    a full scratch filesystem (its working folder, /tmp, /var/tmp, /dev/shm), the limits its
+    control group counted, or, where there is no control group, the memory (resident, summed)
+    and the number of its processes. `reasons` says which."""
+
+    period = 0.2
+
+    def __init__(self, sandbox_pid, stop, spec, group, memory_bytes):
+        super().__init__(daemon=True)
+        self.sandbox_pid, self.stop, self.spec, self.group = sandbox_pid, stop, spec, group
+        self.memory_bytes, self.reasons, self.done = memory_bytes, [], threading.Event()
+
+    def run(self):
+        while not self.done.wait(self.period):
+            pid = self.sandbox_pid()
+            self.reasons = self.check(descendants(pid)) if pid else []
+            if self.reasons:
+                self.stop()
+                return
+
+    def check(self, processes):
+        reasons = self.group.exceeded() if self.group else self._without_group(processes)
+        inside = processes[1] if len(processes) > 1 else None  # in the sandbox's mount namespace
+        for folder, size in SCRATCH.items():
+            try:
+                usage = os.statvfs(f"/proc/{inside}/root{folder}") if inside else None
+            except OSError:
+                continue
+            if usage and (usage.f_bavail * usage.f_frsize < 1 << 20 or usage.f_favail == 0):
+                reasons.append(cgroups.REASONS["disk"].format(folder=folder, mb=self.spec[size] >> 20))
+        return reasons
+
+    def _without_group(self, processes):
+        limits = {"mb": self.memory_bytes >> 20, "processes": self.spec["processes"]}
+        reasons = [cgroups.REASONS["pids"].format(**limits)] if len(processes) > limits["processes"] else []
+        resident = 0
+        for pid in processes:
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    resident += int(f.read().split()[1]) * PAGE
+            except (OSError, IndexError, ValueError):
+                pass
+        if resident > self.memory_bytes:
+            reasons.append(cgroups.REASONS["memory"].format(**limits))
+        return reasons
 
 
 class FlagForReview(NbGraderPreprocessor):
