@@ -413,15 +413,14 @@ def descendants(pid):
     return found
 
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
 SCRATCH = {"/grader/work": "disk_bytes", "/tmp": "tmp_bytes", "/var/tmp": "tmp_bytes", "/dev/shm": "tmp_bytes"}
 
 
 class JobWatch(threading.Thread):
     """Watches a running job every `period` seconds and stops it at the first limit it reaches:
     a full scratch filesystem (its working folder, /tmp, /var/tmp, /dev/shm), the limits its
-    control group counted, or, where there is no control group, the memory (resident, summed)
-    and the number of its processes. `reasons` says which."""
+    control group counted, or, where there is no control group, the memory (proportional set
+    size, summed) and the number of its processes. `reasons` says which."""
 
     period = 0.2
 
@@ -453,12 +452,12 @@ class JobWatch(threading.Thread):
     def _without_group(self, processes):
         limits = {"mb": self.memory_bytes >> 20, "processes": self.spec["processes"]}
         reasons = [cgroups.REASONS["pids"].format(**limits)] if len(processes) > limits["processes"] else []
-        resident = 0
+        resident = 0  # proportional (Pss): a page that n processes share counts 1/n in each
         for pid in processes:
             try:
-                with open(f"/proc/{pid}/statm") as f:
-                    resident += int(f.read().split()[1]) * PAGE
-            except (OSError, IndexError, ValueError):
+                with open(f"/proc/{pid}/smaps_rollup") as f:
+                    resident += next(int(line.split()[1]) << 10 for line in f if line.startswith("Pss:"))
+            except (OSError, StopIteration, ValueError):
                 pass
         if resident > self.memory_bytes:
             reasons.append(cgroups.REASONS["memory"].format(**limits))
