@@ -8,6 +8,7 @@ from pathlib import Path
 import secrets
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -117,3 +118,25 @@ def test_a_real_group_bounds_the_number_of_all_processes_together(real_group):
     assert 0 < int(started) < 12
     assert real_group.exceeded() == ["too many processes: the job tried to run more than 12 at once"]
     assert len(in_group(real_group)) == int(started), "its children sleep on in the group (removed after)"
+
+
+def test_a_group_left_by_a_killed_grader_is_swept_once_it_is_old_and_empty():
+    if not writable_hierarchies():
+        pytest.skip("needs root and cgroup hierarchies for memory and pids")
+    groups = cgroups.own_groups()
+    prefix = f"tinytorch-job-sweep-{secrets.token_hex(4)}-"
+    empty = cgroups.job_group(prefix + "empty", 64 << 20, 4, groups=groups)
+    busy = cgroups.job_group(prefix + "busy", 64 << 20, 4, groups=groups)
+    sleeper = subprocess.Popen([sys.executable, "-c", JOIN + "import time\ntime.sleep(60)", *busy.procs_files])
+    try:
+        while not in_group(busy) and sleeper.poll() is None:
+            time.sleep(0.01)
+        assert in_group(busy)
+        cgroups.sweep(groups, prefix)  # both are young
+        assert all(folder.is_dir() for _, folder in [*empty.folders.values(), *busy.folders.values()])
+        cgroups.sweep(groups, prefix, older_than=-1)
+        assert not [folder for _, folder in empty.folders.values() if folder.exists()]
+        assert all(folder.is_dir() for _, folder in busy.folders.values())
+    finally:
+        busy.remove()
+        sleeper.wait()

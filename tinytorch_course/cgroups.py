@@ -161,6 +161,20 @@ def kill_all(folder):
             pass
 
 
+def sweep(groups, prefix, older_than=60):
+    """Delete the groups named `prefix*` that hold no process and were made more than
+    `older_than` seconds ago: left by a grader that was killed before it could delete them (a
+    job's group holds its first process within moments of being made, until the job ends)."""
+    for _, parent in groups.values():
+        for folder in parent.glob(f"{prefix}*"):
+            try:
+                if not (folder / "cgroup.procs").read_text().split() and \
+                        time.time() - folder.stat().st_ctime > older_than:
+                    folder.rmdir()
+            except OSError:
+                pass
+
+
 def job_group(name, memory_bytes, processes, cpu_weight=DEFAULT_CPU_WEIGHT, groups=None):
     """A new group `name` under the grader's own, with the job's limits; None where the machine
     lets the grader limit neither memory nor processes this way (the sandbox then falls back).

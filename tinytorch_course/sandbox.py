@@ -48,6 +48,7 @@ from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 
 HERE = Path(__file__).resolve().parent
 KERNEL_FILES = ["kernel_main.py", "kernel_guard.py"]
+JOB_PREFIX = "tinytorch-job-"  # job folders, and the jobs' control groups
 UID_BASE = 2_000_000_000  # job user ids: 2e9 + a random number, owned by nothing on the machine
 
 
@@ -205,7 +206,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
         reference, kernel, answer_key = prepare(root, module_id, self.cache_dir or default_cache_dir(root))
         self.skip_sources = notebooks.skipped_when_graded(  # the course's tags, not the submission's
             notebooks.read(notebooks.notebook_path(root, "modules", module_id)))
-        job_dir = Path(tempfile.mkdtemp(prefix="tinytorch-job-", dir=self.job_root or None))
+        job_dir = Path(tempfile.mkdtemp(prefix=JOB_PREFIX, dir=self.job_root or None))
         uid = UID_BASE + secrets.randbelow(100_000_000) if os.geteuid() == 0 else None
         spec = {"work": str(job_dir / "work"), "ipc": str(job_dir / "ipc"), "uid": uid,
                 "reference": str(reference), "kernel": str(kernel),
@@ -216,8 +217,12 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 "cpu_seconds": self.notebook_timeout + 60,
                 "output_bytes": int(self.output_mb * (1 << 20))}
         outcome = self.job if self.job is not None else {}
-        group = cgroups.job_group(job_dir.name, self.job_memory_mb << 20, self.processes,
-                                  self.cpu_weight) if self.use_cgroups else None
+        group = None
+        if self.use_cgroups:
+            groups = cgroups.own_groups()
+            cgroups.sweep(groups, JOB_PREFIX)
+            group = cgroups.job_group(job_dir.name, self.job_memory_mb << 20, self.processes,
+                                      self.cpu_weight, groups)
         spec["cgroup_procs"] = group.procs_files if group else []
         watch = JobWatch(self._sandbox_pid, self._stop_sandbox, spec, group, self.job_memory_mb << 20)
         try:
