@@ -30,6 +30,7 @@ import os
 from pathlib import Path
 import re
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -224,7 +225,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
             group = cgroups.job_group(job_dir.name, self.job_memory_mb << 20, self.processes,
                                       self.cpu_weight, groups)
         spec["cgroup_procs"] = group.procs_files if group else []
-        watch = JobWatch(self._sandbox_pid, self._stop_sandbox, spec, group, self.job_memory_mb << 20)
+        watch = JobWatch(self._sandbox_pid, spec, group, self.job_memory_mb << 20)
         try:
             self._lay_out(job_dir, spec, resources)
             self.records_path = spec["records"]
@@ -248,6 +249,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
             finally:
                 timer.cancel()
                 watch.done.set()
+                watch.join()
             guard_records = self.cell_records.pop(self._report_cell, [])
             nb.cells.pop()
         finally:
@@ -301,19 +303,16 @@ class SandboxedExecute(verdicts.RecordingExecute):
 
     def _deadline_passed(self, outcome):
         outcome["deadline_passed"] = True
-        self._stop_sandbox()
-
-    def _sandbox_pid(self):
-        """The launcher's process id (bubblewrap, once it started), or None before."""
-        return getattr(getattr(self.km, "provisioner", None), "pid", None)
-
-    def _stop_sandbox(self):
         pid = self._sandbox_pid()
         if pid:
             try:
                 os.kill(pid, signal.SIGKILL)  # bubblewrap: the whole sandbox goes with it
             except ProcessLookupError:
                 pass
+
+    def _sandbox_pid(self):
+        """The launcher's process id (bubblewrap, once it started), or None before."""
+        return getattr(getattr(self.km, "provisioner", None), "pid", None)
 
     def on_cell_execute(self, **kwargs):
         self._running = kwargs.get("cell_index")
@@ -429,18 +428,31 @@ class JobWatch(threading.Thread):
 
     period = 0.2
 
-    def __init__(self, sandbox_pid, stop, spec, group, memory_bytes):
+    def __init__(self, sandbox_pid, spec, group, memory_bytes):
         super().__init__(daemon=True)
-        self.sandbox_pid, self.stop, self.spec, self.group = sandbox_pid, stop, spec, group
+        self.sandbox_pid, self.spec, self.group = sandbox_pid, spec, group
         self.memory_bytes, self.reasons, self.done = memory_bytes, [], threading.Event()
 
     def run(self):
-        while not self.done.wait(self.period):
-            pid = self.sandbox_pid()
-            self.reasons = self.check(descendants(pid)) if pid else []
-            if self.reasons:
-                self.stop()
-                return
+        sandbox = None  # a pidfd of the launcher: the watch looks and kills only while it lives
+        try:
+            while not self.done.wait(self.period):
+                pid = self.sandbox_pid()
+                if pid and sandbox is None:
+                    sandbox = os.pidfd_open(pid)
+                if sandbox is None:
+                    continue
+                if select.select([sandbox], [], [], 0)[0]:
+                    return  # it ended
+                self.reasons = self.check(descendants(pid))
+                if self.reasons:
+                    signal.pidfd_send_signal(sandbox, signal.SIGKILL)  # bubblewrap: all goes with it
+                    return
+        except ProcessLookupError:
+            return
+        finally:
+            if sandbox is not None:
+                os.close(sandbox)
 
     def check(self, processes):
         reasons = self.group.exceeded() if self.group else self._without_group(processes)
