@@ -98,7 +98,7 @@ def real_group():
 
 
 def in_group(group):
-    return {pid for folder, _ in group._unique() for pid in (folder / "cgroup.procs").read_text().split()}
+    return {pid for procs in group.procs_files for pid in Path(procs).read_text().split()}
 
 
 def test_a_real_group_bounds_the_memory_of_all_processes_together(real_group):
