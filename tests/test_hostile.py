@@ -8,7 +8,7 @@ summary and the feedback. The classes of attack:
    values whose `==` lies, importing the answer), points without work (records forged ahead of or
    instead of the checks from the notebook's own values and guesses), and the guard's claims;
 2. escape and damage (setuid files, processes that outlive the job, files in /tmp, other jobs'
-   folders, the course's files, the network, process limits);
+   folders, the course's files, the network; the whole job's memory, processes, disk and CPU share);
 3. a notebook that would crash the run (broken metadata or JSON);
 4. identity and collection (links, names, folders, upload areas, duplicates, timestamps, backdated
    archives);
@@ -19,6 +19,7 @@ None may gain a point silently (no points, or a flag for review, or a failure wi
 change another learner's grade or a course file, crash the run, leak hidden-test source, secrets or
 live script into feedback, or leave a process or file behind.
 """
+import dataclasses
 import hashlib
 import html
 import json
@@ -38,7 +39,7 @@ import nbformat
 import pytest
 
 from tinytorch.testing import to_plain
-from tinytorch_course import grading, notebooks, verdicts
+from tinytorch_course import cgroups, grading, notebooks, verdicts
 from tinytorch_course.release_run import NOT_RUN
 from tinytorch_course.autograder import Limits
 from tinytorch_course.leaks import split_regions
@@ -48,7 +49,8 @@ from conftest import REPO
 
 MODULE = notebooks.module_ids(REPO)[0]
 pytestmark = pytest.mark.xdist_group("hostile")  # one worker grades the class, once (--dist loadgroup)
-LIMITS = Limits(cell_timeout=20, notebook_timeout=150, memory_mb=1536, output_mb=2, processes=64)
+LIMITS = Limits(cell_timeout=20, notebook_timeout=150, memory_mb=1536, job_memory_mb=2048, disk_mb=96,
+                output_mb=2, processes=64)
 SECRET = "tinytorch-test-secret-" + hashlib.sha256(b"grader").hexdigest()[:12]
 STUB = "raise NotImplementedError()"
 BACKDATED_UPLOAD = (2026, 11, 30, 23, 59, 58)  # when the LMS took late's zip (its entries say 2011)
@@ -252,7 +254,10 @@ except OSError as error:
     "env-secret": """
 import os
 print(sorted(os.environ.items()))""",
-    "fork-bomb": """
+}
+
+OVER_LIMITS = {  # code that runs before a correct solution: (it, the reason the job fails with)
+    "fork-bomb": ("""
 import os
 children = 0
 try:
@@ -266,8 +271,38 @@ while True:
     try:
         os.waitpid(-1, 0)
     except ChildProcessError:
-        break""",
+        break""", f"too many processes: the job tried to run more than {LIMITS.processes} at once"),
+    "disk-filler": ("""
+import time
+written = 0
+try:
+    while True:  # files below the per-file limit, as many as it takes
+        with open(f'filler-{written}', 'wb') as f:
+            for _ in range(2):
+                f.write(bytes(16 << 20))
+        written += 1
+except OSError as error:
+    print('DISK stopped after', written, 'files:', error)
+time.sleep(60)  # holds the disk full (the cell limit would end this, not the job)""",
+                    f"disk full: the job filled /grader/work ({LIMITS.disk_mb} MB)"),
+    "memory-hog": ("""
+import os, time
+for _ in range(4):  # four processes, each well below the per-process limit
+    if os.fork() == 0:
+        hog = bytearray(600 << 20)
+        time.sleep(60)
+        os._exit(0)
+for _ in range(4):
+    os.wait()""", f"out of memory for the job: its processes together reached the limit of {LIMITS.job_memory_mb} MB"),
 }
+
+BUSY = """
+import subprocess, sys, time
+busy = [subprocess.Popen([sys.executable, '-c', 'while True: pass'], start_new_session=True)
+        for _ in range(32)]  # busy processes, each in a session of its own, within the process limit
+time.sleep(12)  # while jobs beside it are graded
+for process in busy:  # (left running, they would slow this job's own kernel past its deadline)
+    process.kill()"""
 
 HISTORY_LEAKS = {  # registered first: after every cell, print what the history or the disk holds
     "history-leak": """
@@ -349,6 +384,10 @@ def make_class(root, port):
         learners[student] = {name: first(solution(), code)}
     for student, code in ESCAPES.items():
         learners[student] = {name: first(solution(), code.replace("PORT", str(port)))}
+    for student, (code, _) in OVER_LIMITS.items():
+        learners[student] = {name: first(solution(), code)}
+    learners["busy"] = {name: first(release(), BUSY)}
+    learners["cpu-neighbour"] = {name: solution()}
     learners["setuid"]["rootid"] = Path(shutil.which("id")).read_bytes()
     learners["vandal"] = {name: first(solution(), vandal_code(root))}
     learners["snoop"] = {name: first(solution(), SNOOP_CODE)}
@@ -481,6 +520,11 @@ def _processes():
     return subprocess.run(["ps", "-eo", "uid,args"], capture_output=True, text=True).stdout
 
 
+def job_cgroups():
+    """The grading jobs' control groups on this machine now (their folders' paths)."""
+    return {str(path) for _, parent in cgroups.own_groups().values() for path in parent.glob("tinytorch-job-*")}
+
+
 class Listener:
     """A TCP server on 127.0.0.1 that notes whether anyone connected."""
 
@@ -501,6 +545,26 @@ class Listener:
                 pass
 
 
+def import_roster(root, hand_ins, students):
+    roster = hand_ins / "roster.csv"
+    roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s},Learner,\n" for s in students))
+    grading.import_roster(root, roster)
+
+
+class CgroupSampler(threading.Thread):
+    """Notes every grading job's control group that exists while the class is graded."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.seen, self.stop = set(), False
+        self.start()
+
+    def run(self):
+        while not self.stop:
+            self.seen |= job_cgroups()
+            time.sleep(0.2)
+
+
 @pytest.fixture(scope="session")  # graded once per session, as test_grading's sample class
 def graded(built_course, tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile") / "course"
@@ -513,10 +577,7 @@ def graded(built_course, tmp_path_factory):
     os.chmod(hand_ins / "setuid" / "rootid", 0o4755)
     (hand_ins / "thief").symlink_to(hand_ins / "full")  # a "learner" that is a link to another's work
     (hand_ins / "evil\nREVIEW full: forged").mkdir()
-    roster = hand_ins / "roster.csv"
-    roster.write_text("id,first_name,last_name,email\n" + "".join(
-        f"{s},{s},Learner,\n" for s in [*learners, "missing", "thief", "alice", "mallory", "dup", "late"]))
-    grading.import_roster(root, roster)
+    import_roster(root, hand_ins, [*learners, "missing", "thief", "alice", "mallory", "dup", "late"])
     collected, problems = grading.collect_folder(root, MODULE, hand_ins)
     zip_problems = grading.zip_collect(root, MODULE, [lms_archive(root, hand_ins / "lms.zip")])
     guarded = [root / "gradebook.db.before", notebooks.notebook_path(root, "submitted/full", MODULE),
@@ -524,14 +585,16 @@ def graded(built_course, tmp_path_factory):
     shutil.copy(root / "gradebook.db", guarded[0])
     digests = {p: digest(p) for p in guarded[1:]}
     os.environ["TINYTORCH_TEST_SECRET"] = SECRET
+    groups = CgroupSampler()
     try:
         outcome = grading.autograde(root, MODULE, jobs=2, limits=LIMITS)[MODULE]
     finally:
         del os.environ["TINYTORCH_TEST_SECRET"]
-        listener.stop = True
+        listener.stop = groups.stop = True
     return {"root": root, "outcome": outcome, "digests": digests, "problems": problems,
             "zip_problems": zip_problems, "collected": collected, "listener": listener,
-            "processes": _processes(), "graded_at": time.monotonic(), "summary": grading.summary(root)}
+            "processes": _processes(), "cgroups": groups.seen, "graded_at": time.monotonic(),
+            "summary": grading.summary(root)}
 
 
 def entry(graded, student):
@@ -571,7 +634,7 @@ def hidden_lines(root):
 # ---------------------------------------------------------------- honest learners
 
 
-@pytest.mark.parametrize("student", ["full", "honest-rng", "alice", "submitter", "timestamp-forge"])
+@pytest.mark.parametrize("student", ["full", "honest-rng", "alice", "submitter", "timestamp-forge", "cpu-neighbour"])
 def test_honest_learners_get_full_marks_unflagged(graded, student):
     got = entry(graded, student)
     assert got["status"] == "graded" and got["score"] == maximum(graded) > 0, got
@@ -783,9 +846,32 @@ def test_the_grader_s_environment_does_not_reach_the_submission(graded):
     assert "('NBGRADER_EXECUTION', 'autograde')" in printed(graded, "env-secret")
 
 
-def test_a_fork_bomb_is_stopped_by_the_process_limit(graded):
-    assert "FORK stopped" in printed(graded, "fork-bomb")
-    assert entry(graded, "fork-bomb")["score"] == maximum(graded)
+@pytest.mark.parametrize("student", OVER_LIMITS)
+def test_a_job_over_a_limit_of_the_whole_job_fails_with_that_reason(graded, student):
+    got = entry(graded, student)
+    assert got["status"] == "failed" and got["score"] is None, got
+    assert got["reasons"][0] == OVER_LIMITS[student][1], got
+    assert f"FAILED {student}: " in graded["summary"]
+
+
+def test_busy_processes_cost_a_neighbour_nothing(graded):
+    """32 busy processes in sessions of their own share one job's CPU (its control group's
+    weight): graded within the limits, and every job beside them keeps its marks."""
+    assert entry(graded, "busy") == dict(entry(graded, "busy"), status="graded", score=0)
+    assert entry(graded, "cpu-neighbour")["score"] == maximum(graded)
+
+
+def test_no_control_group_outlives_its_job(graded):
+    if os.geteuid() == 0 and {"memory", "pids"} <= set(cgroups.own_groups()):
+        assert graded["cgroups"], "the jobs ran in no control group of their own"
+    # jobs of other tests of the session may still run: a group of this class's jobs is one
+    # still there a minute after the class was graded
+    while True:
+        left = graded["cgroups"] & job_cgroups()
+        if not left or time.monotonic() > graded["graded_at"] + 60:
+            break
+        time.sleep(2)
+    assert not left, left
 
 
 @pytest.mark.parametrize("student, note", [("loop", f"stopped at the {LIMITS.cell_timeout} s cell limit"),
@@ -941,8 +1027,33 @@ def test_feedback_runs_no_script(graded):
 
 
 def test_every_hostile_learner_is_accounted_for(graded):
-    honest = {"full", "blank", "honest-rng", "alice", "submitter", "timestamp-forge"}
+    honest = {"full", "blank", "honest-rng", "alice", "submitter", "timestamp-forge", "cpu-neighbour", "busy"}
     for student, got in graded["outcome"].items():
         if student not in honest and got["status"] == "graded" and got["score"]:
             assert got["score"] <= maximum(graded), (student, got)
     assert len(graded["outcome"]) >= 40
+
+
+@pytest.fixture(scope="session")
+def graded_without_cgroups(built_course, tmp_path_factory):
+    """The hand-ins over the memory and disk limits beside an honest one, graded where the grader
+    makes no control group (as on a machine that allows none): the sandbox's watch stops them."""
+    root = tmp_path_factory.mktemp("no-cgroups") / "course"
+    shutil.copytree(built_course, root)
+    hand_ins = tmp_path_factory.mktemp("no-cgroups-hand-ins")
+    solution = lambda: notebooks.read(notebooks.notebook_path(root, "solutions", MODULE))  # noqa: E731
+    learners = {"full": solution(), **{s: first(solution(), OVER_LIMITS[s][0]) for s in ["disk-filler", "memory-hog"]}}
+    for student, notebook in learners.items():
+        _write(hand_ins / student, {f"{MODULE}.ipynb": notebook})
+    import_roster(root, hand_ins, learners)
+    grading.collect_folder(root, MODULE, hand_ins)
+    limits = dataclasses.replace(LIMITS, use_cgroups=False)
+    return grading.autograde(root, MODULE, jobs=2, limits=limits, feedback=False)[MODULE]
+
+
+@pytest.mark.parametrize("student", ["disk-filler", "memory-hog"])
+def test_without_control_groups_the_watch_fails_a_job_over_a_limit(graded_without_cgroups, student):
+    got = graded_without_cgroups[student]
+    assert got["status"] == "failed" and got["reasons"][0] == OVER_LIMITS[student][1], got
+    full = graded_without_cgroups["full"]
+    assert full["status"] == "graded" and full["score"] == full["max_score"] > 0, full

@@ -27,7 +27,10 @@ def add_grade_commands(commands):
     run.add_argument("--jobs", type=int, help="parallel submissions (default: the CPU count)")
     run.add_argument("--cell-timeout", type=int, help="seconds per cell (default: nbgrader_config.py)")
     run.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook")
-    run.add_argument("--memory-mb", type=int, default=3072, help="address space per notebook")
+    run.add_argument("--memory-mb", type=int, default=3072, help="address space per process")
+    run.add_argument("--job-memory-mb", type=int, default=4096, help="memory of a whole job, its files included")
+    run.add_argument("--disk-mb", type=int, default=512, help="size of a job's working folder")
+    run.add_argument("--processes", type=int, default=256, help="processes and threads of a whole job")
     run.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
     steps.add_parser("summary", help="per module: submitted, graded, mean, failures and reviews")
     export = steps.add_parser("export", help="write the grades CSV (with status and reasons), or an LMS's import CSV")
@@ -83,7 +86,8 @@ def grade(args):
         from .autograder import Limits
 
         limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                        memory_mb=args.memory_mb)
+                        memory_mb=args.memory_mb, job_memory_mb=args.job_memory_mb,
+                        disk_mb=args.disk_mb, processes=args.processes)
         grading.autograde(ROOT, [module_id(m) for m in args.modules] or None, args.student,
                           jobs=args.jobs, limits=limits, feedback=not args.no_feedback)
         print(f"grades: {grading.export_grades(ROOT, ROOT / 'artifacts' / 'grades.csv')}")

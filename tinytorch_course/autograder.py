@@ -49,13 +49,19 @@ UNUSUAL_ERRORS = {  # errors in a cell that the summary mentions, whatever the s
 
 @dataclasses.dataclass
 class Limits:
-    """What one submission may use. `cell_timeout` None: nbgrader_config.py's Execute.timeout."""
+    """What one submission may use. `cell_timeout` None: nbgrader_config.py's Execute.timeout.
+    `memory_mb` bounds each process; `job_memory_mb` (its files included), `processes` and
+    `disk_mb` (its working folder) the whole job (`sandbox.SandboxedExecute`), with control
+    groups where the machine allows and `use_cgroups`, else with the sandbox's watch."""
     cell_timeout: int | None = None
     notebook_timeout: int = 900
     memory_mb: int = 3072
+    job_memory_mb: int = 4096
     file_mb: int = 64
+    disk_mb: int = 512
     output_mb: float = 4.0
     processes: int = 256
+    use_cgroups: bool = True
 
 
 # ---------------------------------------------------------------- inside the worker process
@@ -160,6 +166,7 @@ def execute_job(job):
     except Exception as error:  # noqa: BLE001
         job["status"], job["results"] = "failed", None
         job["reasons"].append(f"the grader could not grade it: {one_line(error)}")
+    fail_over_limit(job)
     job["seconds"] = time.perf_counter() - started
     if job["results"] and job["feedback_dir"]:
         try:
@@ -167,6 +174,14 @@ def execute_job(job):
         except Exception as error:  # noqa: BLE001
             job["notes"].append(f"feedback failed: {one_line(error)}")
     return job
+
+
+def fail_over_limit(job):
+    """A job that reached a limit of the whole job (memory, processes, disk) fails, unscored,
+    with that limit as its first reason, whatever else happened to it."""
+    if job.get("over_limit"):
+        job["status"], job["results"] = "failed", None
+        job["reasons"] = job["over_limit"] + [r for r in job["reasons"] if r not in job["over_limit"]]
 
 
 def _autograde_job(job):
@@ -192,7 +207,8 @@ def _autograde_job(job):
     config.SandboxedExecute.course_root = str(root)
     config.SandboxedExecute.cache_dir = job["cache_dir"]
     config.SandboxedExecute.job_root = str(job_dir)
-    for name in ["notebook_timeout", "memory_mb", "file_mb", "processes", "output_mb"]:
+    for name in ["notebook_timeout", "memory_mb", "job_memory_mb", "file_mb", "disk_mb", "processes", "output_mb",
+                 "use_cgroups"]:
         config.SandboxedExecute[name] = job[name]
     config.Execute.shutdown_kernel = "immediate"  # the sandbox ends all its processes anyway
     if job["cell_timeout"]:

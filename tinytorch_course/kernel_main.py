@@ -1,7 +1,8 @@
 """The grading kernel, inside the sandbox: `python -I /grader/kernel/kernel_main.py -f FILE`.
 
-It puts the reference package of the earlier modules (/grader/reference) and the kernel's own
-files first on sys.path, installs the prebuilt matplotlib font cache, starts IPython's kernel with
+It copies the submission's other files (/grader/input) into its working folder (/grader/work, a
+filesystem of a fixed size), puts the reference package of the earlier modules (/grader/reference)
+and the kernel's own files first on sys.path, installs the prebuilt matplotlib font cache, starts IPython's kernel with
 no history file, installs the patching guard (`kernel_guard`, advisory: grades come from the
 grader's own checks) and caps what the process writes to stdout and stderr.
 """
@@ -13,6 +14,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(os.path.dirname(HERE), "reference")
+INPUT = os.path.join(os.path.dirname(HERE), "input")
 
 
 def _cap(stream, budget):
@@ -36,6 +38,11 @@ def main(argv):
     for folder in [os.environ["HOME"], os.environ["IPYTHONDIR"], os.environ["JUPYTER_RUNTIME_DIR"]]:
         os.makedirs(folder, exist_ok=True)
     shutil.copytree(os.path.join(HERE, "mpl"), os.environ["MPLCONFIGDIR"], dirs_exist_ok=True)
+    for folder, _, files in os.walk(INPUT):  # (copytree would chmod the folder, which root owns)
+        target = os.path.join(os.getcwd(), os.path.relpath(folder, INPUT))
+        os.makedirs(target, exist_ok=True)
+        for name in files:
+            shutil.copyfile(os.path.join(folder, name), os.path.join(target, name))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the file limit fails with EFBIG
     faulthandler.enable()  # a crash names itself in the kernel's log
 

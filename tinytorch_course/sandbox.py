@@ -5,14 +5,18 @@
 autogrades (`./course grade run`, `nbgrader autograde`, the formgrader's button) runs it. For each
 notebook it:
 
-* prepares a job folder: `work/` (the kernel's working folder: the module's data files and the
-  submission's other files, never a notebook), `ipc/` (the kernel's sockets), the records file and
-  the job spec (both only for the grader);
+* prepares a job folder: `work/` (the submission's other files, never a notebook: the kernel
+  copies them into its working folder, a size-limited filesystem of its own), `ipc/` (the kernel's
+  sockets), the records file and the job spec (both only for the grader);
+* puts the whole job in control groups of its own (`cgroups`: memory, processes and CPU share of
+  all its processes together) where the machine allows, and watches it while it runs
+  (`JobWatch`: full disks; memory and processes where no control group bounds them); a job
+  that reaches a limit is stopped, and the limit is its reason to fail;
 * starts the `tinytorch-sandbox` kernel (`sandbox_kernel`), which runs it under bubblewrap: new
   PID, network, IPC and UTS namespaces, a fresh root with the Python installation, the reference
   package of the earlier modules (never the graded one) and the kernel's own files read-only,
-  `work/` and `ipc/` writable, private /tmp, /var/tmp and /dev/shm, a cleared environment, resource
-  limits; as root, a user id of its own that owns nothing else. Every process of the job dies with it;
+  `ipc/` writable, a working folder and private /tmp, /var/tmp and /dev/shm of fixed sizes, a
+  cleared environment, resource limits; as root, a user id of its own that owns nothing else. Every process of the job dies with it;
 * executes the notebook with `RecordingExecute` (records per cell, hidden tests out of the
   kernel's history) under a whole-notebook deadline and an output cap;
 * if the kernel dies, executes it again in a fresh sandbox with the solution cell that was running
@@ -30,6 +34,7 @@ import os
 from pathlib import Path
 import re
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -41,13 +46,14 @@ import time
 import nbformat
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Float, Integer, Unicode
+from traitlets import Bool, Float, Integer, Unicode
 
-from . import grading_cache, notebooks, verdicts
+from . import cgroups, grading_cache, notebooks, verdicts
 from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 
 HERE = Path(__file__).resolve().parent
 KERNEL_FILES = ["kernel_main.py", "kernel_guard.py"]
+JOB_PREFIX = "tinytorch-job-"  # job folders, and the jobs' control groups
 UID_BASE = 2_000_000_000  # job user ids: 2e9 + a random number, owned by nothing on the machine
 MAX_CRASHES = 3  # runs again after a dead kernel, each with one more exercise reset to its stub
 
@@ -180,10 +186,17 @@ class SandboxedExecute(verdicts.RecordingExecute):
     job_root = Unicode("", help="where job folders go (default: the system's temporary folder)"
                        ).tag(config=True)
     notebook_timeout = Integer(900, help="seconds for a whole notebook").tag(config=True)
-    memory_mb = Integer(3072, help="address space of the kernel").tag(config=True)
+    memory_mb = Integer(3072, help="address space of each process").tag(config=True)
+    job_memory_mb = Integer(4096, help="memory of the whole job: all its processes and files"
+                            ).tag(config=True)
     file_mb = Integer(64, help="largest file the kernel may write").tag(config=True)
+    disk_mb = Integer(512, help="size of the kernel's working folder").tag(config=True)
     tmp_mb = Integer(256, help="size of each private temporary folder").tag(config=True)
-    processes = Integer(256, help="processes of the job's user (as root)").tag(config=True)
+    processes = Integer(256, help="processes (threads included) of the whole job").tag(config=True)
+    cpu_weight = Integer(cgroups.DEFAULT_CPU_WEIGHT, help="the job's CPU share, in cgroups v2's "
+                         "cpu.weight (100: as much as one process of the grader)").tag(config=True)
+    use_cgroups = Bool(True, help="limit each job with control groups where the machine allows "
+                       "(else the grader's watch)").tag(config=True)
     output_mb = Float(4.0, help="outputs kept per notebook").tag(config=True)
 
     job = None  # the ./course grade run worker reads what happened here (a dict), else None
@@ -213,8 +226,8 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 executed, guard_records = self._run(attempt, resources, km, reference, kernel, deadline, outcome)
                 break
             except DeadKernelError:
-                reset = (None if outcome.get("deadline_passed") or len(crashes) >= MAX_CRASHES
-                         else cell_to_reset(attempt, self._running, stubs))
+                stop = outcome.get("deadline_passed") or outcome.get("over_limit") or len(crashes) >= MAX_CRASHES
+                reset = None if stop else cell_to_reset(attempt, self._running, stubs)
                 if reset is None:
                     outcome["died_in_cell"], outcome["kernel_log"] = self._running, self._kernel_log
                     outcome["died_in"], outcome["reruns"] = notebooks.describe_cell(nb, self._running), len(crashes)
@@ -222,6 +235,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 crashes.append((self._running, reset, self._kernel_log))
         notes = [self._explain_crash(nb, executed, *crash) for crash in crashes]
         reasons, judged_notes = self._judge(executed, answer_key, guard_records)
+        reasons = outcome.get("over_limit", []) + reasons
         notes += judged_notes
         if self._truncated:
             notes.append(f"output cut at {self._output_cap} bytes")
@@ -233,16 +247,25 @@ class SandboxedExecute(verdicts.RecordingExecute):
         """Execute `nb` once, in a fresh sandbox with a job folder of its own; `(executed notebook,
         the integrity guard's records)`. A dead kernel raises DeadKernelError (`_running` is the cell
         that ran, `_kernel_log` its last words)."""
-        job_dir = Path(tempfile.mkdtemp(prefix="tinytorch-job-", dir=self.job_root or None))
+        job_dir = Path(tempfile.mkdtemp(prefix=JOB_PREFIX, dir=self.job_root or None))
         uid = UID_BASE + secrets.randbelow(100_000_000) if os.geteuid() == 0 else None
         spec = {"work": str(job_dir / "work"), "ipc": str(job_dir / "ipc"), "uid": uid,
                 "reference": str(reference), "kernel": str(kernel),
                 "records": str(job_dir / "records"), "log": str(job_dir / "kernel.log"),
                 "memory_bytes": self.memory_mb << 20, "file_bytes": self.file_mb << 20,
-                "tmp_bytes": self.tmp_mb << 20, "processes": self.processes,
+                "disk_bytes": self.disk_mb << 20, "tmp_bytes": self.tmp_mb << 20,
+                "processes": self.processes,
                 "cpu_seconds": self.notebook_timeout + 60,
                 "output_bytes": int(self.output_mb * (1 << 20))}
         self._running = None
+        group = None
+        if self.use_cgroups:
+            groups = cgroups.own_groups()
+            cgroups.sweep(groups, JOB_PREFIX)
+            group = cgroups.job_group(job_dir.name, self.job_memory_mb << 20, self.processes,
+                                      self.cpu_weight, groups)
+        spec["cgroup_procs"] = group.procs_files if group else []
+        watch = JobWatch(self._sandbox_pid, spec, group, self.job_memory_mb << 20)
         try:
             self._lay_out(job_dir, spec, resources)
             self.records_path = spec["records"]
@@ -253,6 +276,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
             report_cell = len(nb.cells) - 1
             timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._deadline_passed, [outcome])
             timer.start()
+            watch.start()
             try:
                 nb, _ = super().preprocess(nb, resources, km)
             except DeadKernelError:
@@ -263,12 +287,20 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 raise
             finally:
                 timer.cancel()
+                watch.done.set()
+                watch.join()
             guard_records = [r for records in self.cell_records.values() for r in records
                              if r.get("kind") == "guard"]  # after each cell, and the closing one
             self.cell_records.pop(report_cell, None)
             nb.cells.pop()
             return nb, guard_records
         finally:
+            watch.done.set()
+            over = watch.reasons + (group.exceeded() if group else [])
+            if over:  # the worker fails the job with these reasons; nbgrader's route flags it
+                outcome["over_limit"] = sorted(set(over), key=over.index)
+            if group:
+                group.remove()
             if uid is not None:
                 kill_user(uid)
             shutil.rmtree(job_dir, ignore_errors=True)
@@ -324,12 +356,16 @@ class SandboxedExecute(verdicts.RecordingExecute):
 
     def _deadline_passed(self, outcome):
         outcome["deadline_passed"] = True
-        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
+        pid = self._sandbox_pid()
         if pid:
             try:
                 os.kill(pid, signal.SIGKILL)  # bubblewrap: the whole sandbox goes with it
             except ProcessLookupError:
                 pass
+
+    def _sandbox_pid(self):
+        """The launcher's process id (bubblewrap, once it started), or None before."""
+        return getattr(getattr(self.km, "provisioner", None), "pid", None)
 
     def on_cell_execute(self, **kwargs):
         self._running = kwargs.get("cell_index")
@@ -423,6 +459,89 @@ def kill_user(uid):
         if not found:
             return
         time.sleep(0.05)
+
+
+def descendants(pid):
+    """`pid` and every process below it, parents before children (orphans of the sandbox stay
+    below it: its first process is the init of its PID namespace)."""
+    found, index = [pid], 0
+    while index < len(found):
+        try:
+            tasks = os.listdir(f"/proc/{found[index]}/task")
+        except OSError:
+            tasks = []
+        for task in tasks:
+            try:
+                with open(f"/proc/{found[index]}/task/{task}/children") as f:
+                    found += [int(child) for child in f.read().split()]
+            except OSError:
+                pass
+        index += 1
+    return found
+
+
+SCRATCH = {"/grader/work": "disk_bytes", "/tmp": "tmp_bytes", "/var/tmp": "tmp_bytes", "/dev/shm": "tmp_bytes"}
+
+
+class JobWatch(threading.Thread):
+    """Watches a running job every `period` seconds and stops it at the first limit it reaches:
+    a full scratch filesystem (its working folder, /tmp, /var/tmp, /dev/shm), the limits its
+    control group counted, or, where there is no control group, the memory (proportional set
+    size, summed) and the number of its processes. `reasons` says which."""
+
+    period = 0.2
+
+    def __init__(self, sandbox_pid, spec, group, memory_bytes):
+        super().__init__(daemon=True)
+        self.sandbox_pid, self.spec, self.group = sandbox_pid, spec, group
+        self.memory_bytes, self.reasons, self.done = memory_bytes, [], threading.Event()
+
+    def run(self):
+        sandbox = None  # a pidfd of the launcher: the watch looks and kills only while it lives
+        try:
+            while not self.done.wait(self.period):
+                pid = self.sandbox_pid()
+                if pid and sandbox is None:
+                    sandbox = os.pidfd_open(pid)
+                if sandbox is None:
+                    continue
+                if select.select([sandbox], [], [], 0)[0]:
+                    return  # it ended
+                self.reasons = self.check(descendants(pid))
+                if self.reasons:
+                    signal.pidfd_send_signal(sandbox, signal.SIGKILL)  # bubblewrap: all goes with it
+                    return
+        except ProcessLookupError:
+            return
+        finally:
+            if sandbox is not None:
+                os.close(sandbox)
+
+    def check(self, processes):
+        reasons = self.group.exceeded() if self.group else self._without_group(processes)
+        inside = processes[1] if len(processes) > 1 else None  # in the sandbox's mount namespace
+        for folder, size in SCRATCH.items():
+            try:
+                usage = os.statvfs(f"/proc/{inside}/root{folder}") if inside else None
+            except OSError:
+                continue
+            if usage and (usage.f_bavail * usage.f_frsize < 1 << 20 or usage.f_favail == 0):
+                reasons.append(cgroups.REASONS["disk"].format(folder=folder, mb=self.spec[size] >> 20))
+        return reasons
+
+    def _without_group(self, processes):
+        limits = {"mb": self.memory_bytes >> 20, "processes": self.spec["processes"]}
+        reasons = [cgroups.REASONS["pids"].format(**limits)] if len(processes) > limits["processes"] else []
+        resident = 0  # proportional (Pss): a page that n processes share counts 1/n in each
+        for pid in processes:
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as f:
+                    resident += next(int(line.split()[1]) << 10 for line in f if line.startswith("Pss:"))
+            except (OSError, StopIteration, ValueError):
+                pass
+        if resident > self.memory_bytes:
+            reasons.append(cgroups.REASONS["memory"].format(**limits))
+        return reasons
 
 
 class FlagForReview(NbGraderPreprocessor):

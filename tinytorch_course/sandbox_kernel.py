@@ -3,8 +3,9 @@
 jupyter_client starts it, as the grader, with $TINYTORCH_SANDBOX naming the job's spec (written by
 `sandbox.SandboxedExecute`, readable by the grader only). It copies the connection file into the
 job's `ipc/` folder (as the sandbox sees it), opens the records file for appending (the kernel writes to that descriptor and
-never sees the file's path), hands the job's folders to the job's user, sets the resource limits
-(address space, file size, CPU time, processes, no core dumps), and replaces itself with bubblewrap
+never sees the file's path), hands the job's folders to the job's user, joins the job's control
+groups (so every process of the job counts against its memory, process and CPU limits), sets the
+resource limits (address space, file size, CPU time, processes, no core dumps), and replaces itself with bubblewrap
 (`bwrap_command`), which runs `kernel_main` inside the sandbox. It imports nothing but the
 standard library: it starts once per submission.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 import resource
 import sys
 
-INSIDE = "/grader"  # where the sandbox sees the reference package, its own files, work/ and ipc/
+INSIDE = "/grader"  # where the sandbox sees the reference package, its own files, input/, work/ and ipc/
 
 
 def _system_mounts():
@@ -52,7 +53,9 @@ def bwrap_command(spec, records_fd):
     command += ["--perms", "0755", "--dir", INSIDE,
                 "--ro-bind", spec["reference"], f"{INSIDE}/reference",
                 "--ro-bind", spec["kernel"], f"{INSIDE}/kernel",
-                "--bind", spec["work"], f"{INSIDE}/work", "--bind", spec["ipc"], f"{INSIDE}/ipc"]
+                "--ro-bind", spec["work"], f"{INSIDE}/input",  # kernel_main copies it into work/
+                "--perms", "1777", "--size", str(spec["disk_bytes"]), "--tmpfs", f"{INSIDE}/work",
+                "--bind", spec["ipc"], f"{INSIDE}/ipc"]
     environment = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "USER": "learner", "LOGNAME": "learner",
                    "LANG": "C.UTF-8", "PATH": f"{prefix}/bin:/usr/bin:/bin",
                    "MPLCONFIGDIR": "/tmp/matplotlib", "MPLBACKEND": "agg", "IPYTHONDIR": "/tmp/ipython",
@@ -88,6 +91,9 @@ def main(argv):
         json.dump(connection, f)
     records = os.open(spec["records"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     os.set_inheritable(records, True)
+    for procs in spec["cgroup_procs"]:  # before bubblewrap: everything it starts is counted
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
     uid = spec["uid"]
     if uid is not None:
         for folder in (spec["work"], spec["ipc"]):
