@@ -195,7 +195,9 @@ def test_a_learner_solves_exports_checks_and_unlocks_the_milestone(workspace):
 def test_exports_of_modules_01_to_05_give_torch_style_optim_and_data_modules(workspace):
     for module_id in MODULES[:5]:
         fill_solutions(workspace, module_id)
-        assert learn(workspace, "export", module_id[:2])[0] == 0
+        code, out = learn(workspace, "export", module_id[:2])
+        assert code == 0, out
+    assert (workspace / "tinytorch" / "autograd_more.py").is_file()  # module 03's companion, exported with it
     assert learn(workspace, "export", "05")[0] == 0  # exporting again replaces, never appends
     optim_py = (workspace / "tinytorch" / "optim.py").read_text()
     assert optim_py.count("from tinytorch.training import") == 1, optim_py

@@ -135,12 +135,16 @@ def do_export(root, key, log=print):
     previous = os.getcwd()
     os.chdir(root)  # nbdev reads settings.ini from the working directory up
     try:
-        nb_export(str(notebook_file(root, mid)), str(Path(root) / "tinytorch"))
+        for path in nbcells.module_notebooks(root, "modules", mid):  # the notebook, then its companions
+            nb_export(str(path), str(Path(root) / "tinytorch"))
     finally:
         os.chdir(previous)
     save_state(root, mid, exported=export_digest(notebook))
     unfinished = [nbcells.grade_id(c) for c in exported if nbcells.is_solution(c) and STUB in c.source]
     log(f"exported {mid}: {len(exported)} cells -> {package_file(root, default).relative_to(root)}")
+    for path in nbcells.companion_paths(root, "modules", mid):
+        log(f"  and its companion {path.name} -> "
+            f"{package_file(root, default_module(nbcells.read(path))).relative_to(root)}")
     if unfinished:
         log(f"  still unfinished (the stub raises NotImplementedError): {', '.join(unfinished)}")
     log("  (a kernel that already imported tinytorch keeps the old code: restart it to see the new)")
