@@ -301,8 +301,8 @@ _COMPANION = "03_autograd_more"  # this module's companion notebook: given bread
 
 
 def _later_function(name, notebook="04_layers"):
-    """`tinytorch.<name>`: how Tensor reaches a function that `notebook`, exported after this one, defines
-    (module 04's `relu`): the top level finds a name in the latest exported module that has it."""
+    """`tinytorch.<name>`: how Tensor reaches a function of a later notebook (module 04's `relu`) or of the
+    companion; the top level finds a name in the latest exported module that has it."""
     try:
         return getattr(importlib.import_module("tinytorch"), name)
     except AttributeError:
