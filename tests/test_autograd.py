@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tinytorch import autograd as ag
+from tinytorch import autograd_more as more  # module 03's companion notebook
 from tinytorch.testing import assert_raises
 
 settings.register_profile("tinytorch-autograd", max_examples=25, deadline=None)
@@ -491,6 +492,23 @@ def test_arithmetic_methods_and_matrix_products():
     assert ag.gradcheck(lambda t: t.unsqueeze(0).bmm(t.t().unsqueeze(0)), (w,))
 
 
+def test_companion_methods_come_through_the_hook_and_never_patch_tensor():
+    """Module 03's Tensor finds the companion's methods with `__getattr__`, through the package's top level:
+    no class of Tensor's MRO holds one (a class's method would silently win), and an unknown name raises
+    PyTorch's AttributeError."""
+    x = ag.tensor([[3.0, -1.0], [0.5, 2.0]])
+    on_classes = {name for cls in type(x).__mro__ for name in vars(cls)}
+    assert not set(more.__tensor_methods__) & on_classes
+    for name, function in more.__tensor_methods__.items():
+        assert getattr(x, name).__func__ is function and getattr(x, name).__self__ is x, name
+    assert_raises(AttributeError, lambda: x.no_such_method, match="'Tensor' object has no attribute 'no_such_method'")
+    assert not hasattr(x, "_no_such_name") and not hasattr(x, "__no_such_dunder__")
+    assert (ag.tensor([7, -3]) // 2).tolist() == [3, -2] and (7 // ag.tensor([2, -3])).tolist() == [3, -3]
+    assert (ag.tensor([7, -3]) % 2).tolist() == [1, 1] and (5 % ag.tensor([3])).tolist() == [2]
+    assert (ag.tensor([6, 3]) & 5).tolist() == [4, 1] and (5 | ag.tensor([2])).tolist() == [7]
+    assert (ag.tensor([6]) ^ 3).tolist() == [5] and (~ag.tensor([True, False])).tolist() == [False, True]
+
+
 def test_methods_from_module_04_and_the_error_before_it_is_exported(tmp_path):
     x = leaf(arrays((2, 3), 2))
     np.testing.assert_allclose(x.relu().detach().numpy(), np.maximum(x.detach().numpy(), 0))
@@ -506,11 +524,18 @@ def test_methods_from_module_04_and_the_error_before_it_is_exported(tmp_path):
     for name in ["__init__.py", "tensor_base.py", "strides.py", "autograd.py", "testing.py"]:
         shutil.copy(Path(ag.__file__).parent / name, package / name)
     script = ("import tinytorch as tt\n"
-              "try:\n    tt.tensor([1.0, -1.0]).relu()\n"
-              "except RuntimeError as error:\n    print(error)\n")
+              "for op in [lambda: tt.tensor([1.0, -1.0]).relu(), lambda: tt.tensor([4]) // 2,\n"
+              "           lambda: tt.tensor([1.0]).clamp(0, 1)]:\n"
+              "    try:\n        op()\n"
+              "    except (RuntimeError, AttributeError) as error:\n        print(type(error).__name__, error)\n")
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
-    assert "notebook 04" in out.stdout and "./learn export 04" in out.stdout, out.stdout + out.stderr
+    relu, floor_divide, clamp = out.stdout.splitlines()
+    assert "notebook 04" in relu and "./learn export 04" in relu, out.stdout + out.stderr
+    # the companion (tinytorch.autograd_more) is exported with notebook 03: an operator names it, a method
+    # it lists is unknown without it
+    assert "03_autograd_more" in floor_divide and "./learn export 03" in floor_divide, out.stdout
+    assert clamp == "AttributeError 'Tensor' object has no attribute 'clamp'", out.stdout
 
 
 @pytest.mark.parametrize("p", [2, "fro", 1, 3, float("inf")])
@@ -728,31 +753,31 @@ def test_any_all():
 
 
 def test_factories():
-    np.testing.assert_array_equal(ag.eye(3).numpy(), np.eye(3, dtype=np.float32))
-    assert ag.eye(2, 3, dtype="int64").tolist() == [[1, 0, 0], [0, 1, 0]]
-    np.testing.assert_allclose(ag.linspace(0, 1, 5).numpy(), [0, 0.25, 0.5, 0.75, 1])
-    assert ag.linspace(0, 1, 5).dtype.name == "float32" and ag.linspace(2, 3, 0).shape == (0,)
+    np.testing.assert_array_equal(more.eye(3).numpy(), np.eye(3, dtype=np.float32))
+    assert more.eye(2, 3, dtype="int64").tolist() == [[1, 0, 0], [0, 1, 0]]
+    np.testing.assert_allclose(more.linspace(0, 1, 5).numpy(), [0, 0.25, 0.5, 0.75, 1])
+    assert more.linspace(0, 1, 5).dtype.name == "float32" and more.linspace(2, 3, 0).shape == (0,)
     ag.manual_seed(3) if hasattr(ag, "manual_seed") else None
     from tinytorch.tensor_base import manual_seed, Generator
     manual_seed(3)
-    r = ag.rand(2, 3)
+    r = more.rand(2, 3)
     manual_seed(3)
-    assert r.shape == (2, 3) and ag.rand(2, 3).tolist() == r.tolist() and 0 <= r.numpy().min() < r.numpy().max() < 1
-    assert ag.rand(2, generator=Generator(1), requires_grad=True).requires_grad
-    assert_raises(RuntimeError, lambda: ag.rand(2, dtype="int64"), match="floating")
-    i = ag.randint(3, 7, (1000,), generator=Generator(0))
+    assert r.shape == (2, 3) and more.rand(2, 3).tolist() == r.tolist() and 0 <= r.numpy().min() < r.numpy().max() < 1
+    assert more.rand(2, generator=Generator(1), requires_grad=True).requires_grad
+    assert_raises(RuntimeError, lambda: more.rand(2, dtype="int64"), match="floating")
+    i = more.randint(3, 7, (1000,), generator=Generator(0))
     assert i.dtype.name == "int64" and set(i.tolist()) == {3, 4, 5, 6}
-    assert ag.randint(5, size=(2, 2)).shape == (2, 2) and ag.randint(2, (3,)).numpy().max() < 2
-    assert_raises(RuntimeError, lambda: ag.randint(5, 5, (2,)), match="from=5 >= to=5")
-    assert ag.empty(2, 3).shape == (2, 3) and ag.empty((4,), dtype="int64").dtype.name == "int64"
-    assert ag.tril(ag.ones(3, 3)).tolist() == np.tril(np.ones((3, 3))).tolist()
-    assert ag.triu(ag.ones(2, 3), 1).tolist() == np.triu(np.ones((2, 3)), 1).tolist()
+    assert more.randint(5, size=(2, 2)).shape == (2, 2) and more.randint(2, (3,)).numpy().max() < 2
+    assert_raises(RuntimeError, lambda: more.randint(5, 5, (2,)), match="from=5 >= to=5")
+    assert more.empty(2, 3).shape == (2, 3) and more.empty((4,), dtype="int64").dtype.name == "int64"
+    assert more.tril(ag.ones(3, 3)).tolist() == np.tril(np.ones((3, 3))).tolist()
+    assert more.triu(ag.ones(2, 3), 1).tolist() == np.triu(np.ones((2, 3)), 1).tolist()
 
 
 def test_multinomial_frequencies_and_errors():
     from tinytorch.tensor_base import Generator
     p = ag.tensor([0.1, 0.0, 0.6, 0.3])
-    draws = ag.multinomial(p, 20000, replacement=True, generator=Generator(0))
+    draws = more.multinomial(p, 20000, replacement=True, generator=Generator(0))
     assert draws.shape == (20000,) and draws.dtype.name == "int64"
     np.testing.assert_allclose(np.bincount(draws.numpy(), minlength=4) / 20000, [0.1, 0.0, 0.6, 0.3], atol=0.015)
     rows = ag.tensor([[1.0, 1.0, 0.0, 2.0], [0.0, 5.0, 5.0, 0.0]])
@@ -761,18 +786,18 @@ def test_multinomial_frequencies_and_errors():
     assert set(picks.tolist()[1]) == {1, 2}  # zero-probability categories are never drawn
     again = rows.multinomial(2, generator=Generator(1))
     assert again.tolist() == picks.tolist()  # seeded
-    firsts = np.bincount([ag.multinomial(ag.tensor([1.0, 3.0]), 1, generator=Generator(s)).item() for s in range(2000)])
+    firsts = np.bincount([more.multinomial(ag.tensor([1.0, 3.0]), 1, generator=Generator(s)).item() for s in range(2000)])
     assert abs(firsts[1] / 2000 - 0.75) < 0.04  # without replacement, the first draw follows p
-    assert_raises(RuntimeError, lambda: ag.multinomial(ag.tensor([1.0, 0.0]), 2), match="without replacement")
-    assert_raises(RuntimeError, lambda: ag.multinomial(ag.tensor([-1.0, 2.0]), 1), match="< 0")
-    assert_raises(RuntimeError, lambda: ag.multinomial(ag.zeros(2, 2, 2), 1), match="1 or 2 dim")
+    assert_raises(RuntimeError, lambda: more.multinomial(ag.tensor([1.0, 0.0]), 2), match="without replacement")
+    assert_raises(RuntimeError, lambda: more.multinomial(ag.tensor([-1.0, 2.0]), 1), match="< 0")
+    assert_raises(RuntimeError, lambda: more.multinomial(ag.zeros(2, 2, 2), 1), match="1 or 2 dim")
 
 
 def test_function_forms():
     x = ag.tensor([[3.0, -1.0], [0.5, 2.0]])
-    assert ag.clamp(x, 0, 1).tolist() == x.clamp(0, 1).tolist()
-    assert ag.sort(x, 1).indices.tolist() == [[1, 0], [0, 1]] and ag.topk(x, 1).values.tolist() == [[3.0], [2.0]]
-    assert ag.mm(x, ag.eye(2)).tolist() == x.tolist() and ag.norm(x).item() == pytest.approx(np.sqrt(14.25))
+    assert more.clamp(x, 0, 1).tolist() == x.clamp(0, 1).tolist()
+    assert more.sort(x, 1).indices.tolist() == [[1, 0], [0, 1]] and more.topk(x, 1).values.tolist() == [[3.0], [2.0]]
+    assert more.mm(x, more.eye(2)).tolist() == x.tolist() and more.norm(x).item() == pytest.approx(np.sqrt(14.25))
 
 
 ORACLE_OPS = {  # name: fn(t, lib) written once for both libraries (TinyTorch's methods are PyTorch's)

@@ -3,8 +3,11 @@ tinytorch/ reaches itself back. The package's top level (`tinytorch/__init__.py`
 them all: it resolves `tt.NAME` lazily, and module 03 finds module 04's `relu` through it."""
 import ast
 from pathlib import Path
+import re
 
 import tinytorch
+from tinytorch_course import notebooks
+from conftest import REPO
 
 PACKAGE = Path(tinytorch.__file__).resolve().parent
 NOTEBOOK_OF = tinytorch._NOTEBOOK_OF  # file -> its notebook's number, in course order
@@ -53,11 +56,21 @@ def reach(edges, start):
     return seen
 
 
+def test_the_order_holds_each_notebook_s_module_with_its_number():
+    """A companion notebook's module counts as its module's (`autograd_more` is notebook 03's)."""
+    exported = {name: module_id[:2] for module_id in notebooks.module_ids(REPO)
+                for path in notebooks.module_notebooks(REPO, "modules", module_id)
+                for cell in notebooks.read(path).cells
+                for name in re.findall(r"^#\| default_exp (\S+)$", cell.source, re.M)}
+    assert exported == NOTEBOOK_OF and list(NOTEBOOK_OF.values()) == sorted(NOTEBOOK_OF.values())
+
+
 def test_the_graph_sees_imports_of_every_kind():
     edges = graph()
     assert "tinytorch.autograd" in edges["tinytorch.nn"]          # from .autograd import ...
     assert "tinytorch.autograd" in edges["tinytorch.parallel"]    # an import inside a function
     assert {"tinytorch.tensor_base", "tinytorch.strides"} <= edges["tinytorch.autograd"]
+    assert "tinytorch.autograd" in edges["tinytorch.autograd_more"]
 
 
 def test_no_file_reaches_itself():

@@ -151,6 +151,7 @@ def test_a_visible_cell_that_needs_a_hidden_one_fails_the_walk(tmp_path):
 
 def test_exporting_again_replaces_and_gives_torch_style_optim_and_data_modules(walked):
     workspace = walked["workspace"]
+    assert (workspace / "tinytorch" / "autograd_more.py").is_file()  # module 03's companion, exported with it
     assert learn(workspace, "export", "05")[0] == 0  # exporting again replaces, never appends
     optim_py = (workspace / "tinytorch" / "optim.py").read_text()
     assert optim_py.count("from tinytorch.training import") == 1, optim_py

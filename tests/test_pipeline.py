@@ -8,6 +8,10 @@ from tinytorch_course.leaks import leaks, secret_lines
 from conftest import REPO
 
 MODULES = notebooks.module_ids(REPO)
+# every notebook of the course, `NN_name/NN_name.ipynb` and its companions `NN_name/NN_name_*.ipynb`
+NOTEBOOKS = [path.relative_to(REPO / "modules").as_posix()
+             for m in MODULES for path in notebooks.module_notebooks(REPO, "modules", m)]
+COMPANIONS = [name for name in NOTEBOOKS if name not in {f"{m}/{m}.ipynb" for m in MODULES}]
 
 
 def cell_contents(notebook):
@@ -24,12 +28,12 @@ def test_package_equals_a_fresh_nbdev_export(built_course):
 
 
 @pytest.mark.parametrize("folder", ["release", "solutions"])
-@pytest.mark.parametrize("module_id", MODULES)
-def test_generated_notebooks_equal_a_fresh_build(built_course, folder, module_id):
-    fresh = notebooks.read(notebooks.notebook_path(built_course, folder, module_id))
-    committed = notebooks.read(notebooks.notebook_path(REPO, folder, module_id))
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_generated_notebooks_equal_a_fresh_build(built_course, folder, name):
+    fresh = notebooks.read(built_course / folder / name)
+    committed = notebooks.read(REPO / folder / name)
     assert cell_contents(fresh) == cell_contents(committed), \
-        f"{folder}/{module_id} is stale: run ./course build and commit the result"
+        f"{folder}/{name} is stale: run ./course build and commit the result"
 
 
 @pytest.mark.parametrize("folder", ["release", "solutions"])
@@ -49,9 +53,9 @@ def test_release_and_solutions_hold_exactly_the_modules():
         assert sorted(p.name for p in (REPO / folder).iterdir()) == MODULES
 
 
-@pytest.mark.parametrize("module_id", MODULES)
-def test_source_notebooks_are_stored_clean(module_id):
-    notebook = notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_source_notebooks_are_stored_clean(name):
+    notebook = notebooks.read(REPO / "modules" / name)
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, f"cell {index} has outputs"
@@ -62,10 +66,24 @@ def test_source_notebooks_are_stored_clean(module_id):
     assert len(ids) == len(set(ids)), "grade ids must be unique"
 
 
+@pytest.mark.parametrize("name", COMPANIONS)
+def test_a_companion_is_released_to_read_and_grades_nothing(name):
+    """A companion notebook (given breadth) has no nbgrader cells: nothing in it is graded, and it is
+    released as it is."""
+    source = notebooks.read(REPO / "modules" / name)
+    assert not [i for i, c in enumerate(source.cells) if "nbgrader" in c.metadata], f"{name} has nbgrader cells"
+    assert [c.source for c in notebooks.read(REPO / "release" / name).cells] == [c.source for c in source.cells]
+
+
+def test_the_course_has_a_companion():
+    assert "03_autograd/03_autograd_more.ipynb" in COMPANIONS  # the tests above run on at least one
+
+
 def test_release_contains_no_solution_code_and_no_hidden_tests():
     sources = [notebooks.read(notebooks.notebook_path(REPO, "modules", m)) for m in MODULES]
     release_files = [p for p in (REPO / "release").rglob("*") if p.is_file()]
-    assert not leaks(source_notebooks=sources, files=release_files)
+    companions = [notebooks.read(REPO / "modules" / name) for name in COMPANIONS]  # given code: public lines
+    assert not leaks(source_notebooks=sources + companions, files=release_files)
     for module_id, source in zip(MODULES, sources):
         assert secret_lines(source), f"{module_id}: a module without solutions or hidden tests grades nothing"
 

@@ -33,7 +33,8 @@ def workspace(kit_and_zip, tmp_path):
 
 
 def source_notebooks():
-    return [notebooks.read(notebooks.notebook_path(REPO, "modules", m)) for m in MODULES]
+    """Every source notebook, companions too (their given code is public)."""
+    return [notebooks.read(path) for m in MODULES for path in notebooks.module_notebooks(REPO, "modules", m)]
 
 
 def test_kit_holds_no_solutions_no_hidden_tests_and_no_gradebook(kit_and_zip, tmp_path):

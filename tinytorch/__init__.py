@@ -18,9 +18,10 @@ import sys as _sys
 from pathlib import Path as _Path
 
 _HERE = _Path(__file__).resolve().parent
-# The package modules that the notebooks export, in course order, with their notebook's number.
-_NOTEBOOK_OF = {"tensor_base": "01", "strides": "02", "autograd": "03", "nn": "04", "training": "05",
-               "attention": "06", "transformer": "07", "conv": "08"}
+# The package modules that the notebooks export, in course order, with their notebook's number
+# (a module's companion notebook, `NN_name_more.ipynb`, exports `<its module>_more` right after it).
+_NOTEBOOK_OF = {"tensor_base": "01", "strides": "02", "autograd": "03", "autograd_more": "03", "nn": "04",
+               "training": "05", "attention": "06", "transformer": "07", "conv": "08"}
 # Names PyTorch keeps in torch.nn / torch.nn.functional that a later notebook defines (name: module).
 _LATER = {
     "nn": {"Conv2d": "conv", "MaxPool2d": "conv", "AvgPool2d": "conv", "BatchNorm2d": "conv"},
@@ -30,6 +31,7 @@ _LATER = {
 # Names of hand-written modules at the top level, as PyTorch has them (name: module).
 _HAND_WRITTEN = {"set_num_threads": "parallel", "get_num_threads": "parallel"}
 _ALL_RE = _re.compile(r"^__all__\s*=\s*(\[.*?\])", _re.S | _re.M)
+_METHODS_RE = _re.compile(r"^__tensor_methods__\s*=", _re.M)
 
 
 def _exported(module):
@@ -87,6 +89,19 @@ def _owner(name):
     for module in reversed(_NOTEBOOK_OF):
         if (_HERE / f"{module}.py").is_file() and name in _names_of(module):
             return module
+    return None
+
+
+def _tensor_method(name):
+    """Module 03's hook for the methods that later notebooks give its Tensor (`Tensor.__getattr__` asks here):
+    the function that the latest exported notebook module lists as method `name` in its dict
+    `__tensor_methods__` (method name -> function of the tensor and the method's arguments), or None."""
+    for module in reversed(_NOTEBOOK_OF):
+        path = _HERE / f"{module}.py"
+        if path.is_file() and _METHODS_RE.search(path.read_text(encoding="utf-8")):
+            methods = _importlib.import_module(f"{__name__}.{module}").__tensor_methods__
+            if name in methods:
+                return methods[name]
     return None
 
 
@@ -161,7 +176,7 @@ def __getattr__(name):
     if later is not None and not _exported(later):
         raise _not_exported(later, f"tinytorch.{name}")
     waiting = [m for m in _NOTEBOOK_OF if not _exported(m)]
-    hint = (f" in the notebooks exported so far (not exported yet: {', '.join(_NOTEBOOK_OF[m] for m in waiting)})"
+    hint = (f" in the notebooks exported so far (not exported yet: {', '.join(dict.fromkeys(_NOTEBOOK_OF[m] for m in waiting))})"
             if waiting else "")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}{hint}")
 

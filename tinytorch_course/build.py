@@ -23,8 +23,7 @@ def clean_sources(root):
     from nbdev.config import get_config
 
     config = get_config(path=root)
-    for module_id in notebooks.module_ids(root):
-        path = notebooks.notebook_path(root, "modules", module_id)
+    for path in [p for m in notebooks.module_ids(root) for p in notebooks.module_notebooks(root, "modules", m)]:
         nb = read_nb(path)
         for cell in nb.cells:
             if cell.cell_type == "code":
@@ -143,6 +142,9 @@ def generate(root, staging, module_ids):
             if not solution.is_file():
                 raise CourseError(f"generate_solution {module_id} wrote no {solution}")
             _finish_solution(solution)
+            for companion in notebooks.companion_paths(root, "modules", module_id):  # released to be read, and run
+                check_release(release.parent / companion.name)
+                _finish_solution(solution.parent / companion.name)
             progress.done(module_id)
 
 

@@ -127,13 +127,15 @@ def kernel_env(root):
 # --- export ------------------------------------------------------------------------------------
 
 def nbdev_export(root, mid, lib_path):
-    """nbdev's export of one notebook's `#| export` cells into `lib_path` (a `tinytorch/` folder)."""
+    """nbdev's export of a module's `#| export` cells, its notebook's then its companions', into
+    `lib_path` (a `tinytorch/` folder)."""
     from nbdev.export import nb_export
 
     previous = os.getcwd()
     os.chdir(root)  # nbdev reads settings.ini from the working directory up
     try:
-        nb_export(str(notebook_file(root, mid)), str(lib_path))
+        for path in nbcells.module_notebooks(root, "modules", mid):
+            nb_export(str(path), str(lib_path))
     finally:
         os.chdir(previous)
 
@@ -148,6 +150,9 @@ def do_export(root, key, log=print):
     save_state(root, mid, exported=export_digest(notebook))
     unfinished = [nbcells.grade_id(c) for c in exported if nbcells.is_solution(c) and STUB in c.source]
     log(f"exported {mid}: {len(exported)} cells -> {package_file(root, default).relative_to(root)}")
+    for path in nbcells.companion_paths(root, "modules", mid):
+        log(f"  and its companion {path.name} -> "
+            f"{package_file(root, default_module(nbcells.read(path))).relative_to(root)}")
     if unfinished:
         log(f"  still unfinished (the stub raises NotImplementedError): {', '.join(unfinished)}")
     log("  (a kernel that already imported tinytorch keeps the old code: restart it to see the new)")

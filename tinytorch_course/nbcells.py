@@ -29,6 +29,17 @@ def notebook_path(root, folder, module_id):
     return Path(root) / folder / module_id / f"{module_id}.ipynb"
 
 
+def companion_paths(root, folder, module_id):
+    """`root/folder/NN_name/NN_name_*.ipynb`: the module's companion notebooks (given code to read, no
+    exercises, exported with the module, e.g. `03_autograd_more.ipynb`)."""
+    return sorted((Path(root) / folder / module_id).glob(f"{module_id}_*.ipynb"))
+
+
+def module_notebooks(root, folder, module_id):
+    """The module's notebook, then its companions."""
+    return [notebook_path(root, folder, module_id), *companion_paths(root, folder, module_id)]
+
+
 def read(path):
     return nbformat.read(str(path), as_version=4)
 

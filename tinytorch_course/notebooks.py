@@ -1,7 +1,7 @@
 """Course notebooks: the helpers of `nbcells`, plus the solution and hidden-test markers."""
 from .nbcells import (  # noqa: F401  (re-exported: the course tooling reads them from here)
-    CRASH_CAUSES, MODULE_PATTERN, cells_by_id, describe_cell, grade_id, heading_before, is_graded, is_solution,
-    is_test, module_ids, notebook_path, read, write)
+    CRASH_CAUSES, MODULE_PATTERN, cells_by_id, companion_paths, describe_cell, grade_id, heading_before, is_graded,
+    is_solution, is_test, module_ids, module_notebooks, notebook_path, read, write)
 
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")

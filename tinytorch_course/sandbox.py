@@ -84,10 +84,10 @@ def package_owners(root):
     """`{package module: module id}`: which notebook exports each module of `tinytorch/`."""
     owners = {}
     for module_id in notebooks.module_ids(root):
-        notebook = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
-        for cell in notebook.cells:
-            for name in re.findall(r"^#\|\s*(?:default_exp|export)\s+(\S+)", cell.source, re.M):
-                owners.setdefault(name, module_id)
+        for path in notebooks.module_notebooks(root, "modules", module_id):
+            for cell in notebooks.read(path).cells:
+                for name in re.findall(r"^#\|\s*(?:default_exp|export)\s+(\S+)", cell.source, re.M):
+                    owners.setdefault(name, module_id)
     return owners
 
 

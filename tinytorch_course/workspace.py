@@ -142,7 +142,8 @@ def make_workspace(root, out, log=print):
     archive.unlink(missing_ok=True)
     kit.mkdir(parents=True)
     write_kit(root, kit)
-    sources = [notebooks.read(notebooks.notebook_path(root, "modules", m)) for m in notebooks.module_ids(root)]
+    sources = [notebooks.read(path) for m in notebooks.module_ids(root)  # companions too: their code is public
+               for path in notebooks.module_notebooks(root, "modules", m)]
     problems = leaks(sources, kit_files(kit))
     if problems:
         raise CourseError("the workspace kit would leak:\n  " + "\n  ".join(problems))
