@@ -300,21 +300,20 @@ def _with_requires_grad(name):
 _COMPANION = "03_autograd_more"  # this module's companion notebook: given breadth, exported with module 03
 
 
-def _later_function(name, notebook="04_layers"):
-    """`tinytorch.<name>`: how Tensor reaches a function of a later notebook (module 04's `relu`) or of the
-    companion; the top level finds a name in the latest exported module that has it."""
+def _later_function(name):
+    """`tinytorch.<name>`: how an operator reaches the companion's function (the top level finds a name in
+    the latest exported module that has it)."""
     try:
         return getattr(importlib.import_module("tinytorch"), name)
     except AttributeError:
-        raise RuntimeError(f"Tensor calls `tinytorch.{name}`, which notebook {notebook} defines and your package "
-                           f"does not have yet: finish notebook {notebook[:2]} and run `./learn export "
-                           f"{notebook[:2]}`") from None
+        raise RuntimeError(f"Tensor calls `tinytorch.{name}`, which notebook {_COMPANION} defines and your package "
+                           "does not have yet: run `./learn export 03`") from None
 
 
 def _operator(name):
     """Tensor's `(__op__, __rop__)` for an operator that the companion's function `name` computes."""
-    def forward(self, other): return _later_function(name, _COMPANION)(self, other)
-    def reflected(self, other): return _later_function(name, _COMPANION)(other, self)
+    def forward(self, other): return _later_function(name)(self, other)
+    def reflected(self, other): return _later_function(name)(other, self)
     return forward, reflected
 
 
@@ -524,11 +523,6 @@ class Tensor(BaseTensor):
     def data(self, value):
         self.storage, self.shape, self.strides, self.offset = value.storage, value.shape, value.strides, value.offset
 
-    def relu(self): return _later_function("relu")(self)
-    def sigmoid(self): return _later_function("sigmoid")(self)
-    def tanh(self): return _later_function("tanh")(self)
-    def softmax(self, dim): return _later_function("softmax")(self, dim)
-    def log_softmax(self, dim): return _later_function("log_softmax")(self, dim)
 
     # operators of the companion notebook (Python finds an operator's method on the class, never via __getattr__)
     __floordiv__, __rfloordiv__ = _operator("floor_divide")
@@ -536,7 +530,7 @@ class Tensor(BaseTensor):
     __and__, __rand__ = _operator("bitwise_and")
     __or__, __ror__ = _operator("bitwise_or")
     __xor__, __rxor__ = _operator("bitwise_xor")
-    def __invert__(self): return _later_function("bitwise_not", _COMPANION)(self)
+    def __invert__(self): return _later_function("bitwise_not")(self)
 
     def __getattr__(self, name):
         """Only for a name the class lacks: a method that a notebook exported later lists in its module's

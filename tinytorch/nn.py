@@ -828,6 +828,10 @@ _ThreadedLogSoftmax = split_rows(LogSoftmaxFunction, can_split=_not_dim_0)
 def softmax(x, dim=-1): return _ThreadedSoftmax.apply(x, dim)
 def log_softmax(x, dim=-1): return _ThreadedLogSoftmax.apply(x, dim)
 
+# %% ../modules/04_layers/04_layers.ipynb #151edb87
+# module 03's hook for Tensor methods (Tensor.__getattr__ finds them): x.relu() is relu(x), x.softmax(dim) softmax(x, dim)
+__tensor_methods__ = {f.__name__: f for f in (relu, sigmoid, tanh, softmax, log_softmax)}
+
 # %% ../modules/04_layers/04_layers.ipynb #625579de
 _REDUCTIONS = ("mean", "sum", "none")
 
