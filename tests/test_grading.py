@@ -116,7 +116,8 @@ def test_feedback_for_every_learner_without_hidden_tests(sample_class):
             assert "BEGIN HIDDEN TESTS" not in html
 
 
-def test_regrading_one_learner_leaves_the_others_alone(sample_class):
+def test_regrading_one_learner_leaves_the_others_alone(sample_class, tmp_path):
+    sample_class = shutil.copytree(sample_class, tmp_path / "course")  # the shared class stays as graded
     module_id = MODULES[0]
     before = json.loads((sample_class / "grading-status.json").read_text())[module_id]
     improved = notebooks.notebook_path(sample_class, "submitted/demo-partial", module_id)
@@ -132,6 +133,8 @@ def test_regrading_one_learner_leaves_the_others_alone(sample_class):
 
 
 def test_zip_collect_reports_badly_named_files(sample_class, tmp_path):
+    # a copy: collecting again would make the shared class's submissions newer than their grading
+    sample_class = shutil.copytree(sample_class, tmp_path / "course")
     module_id = MODULES[0]
     archive = tmp_path / "late.zip"
     with zipfile.ZipFile(archive, "w") as z:
