@@ -21,6 +21,7 @@ from pathlib import Path
 import re
 import secrets
 import sys
+import tempfile
 
 from . import notebooks
 
@@ -32,13 +33,16 @@ DEFAULT_VARIANTS = 4
 def secret(root):
     """The course's grading secret (bytes), made on first use, readable by its owner only."""
     path = Path(root) / SECRET_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        pass
-    else:
+    if not path.exists():
+        fd, temporary = tempfile.mkstemp(dir=root, prefix=".grading-secret-")  # mode 0600
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_hex(32) + "\n")
+        try:
+            os.link(temporary, path)  # whole, or not at all if another process made it first
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temporary)
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd) as f:
         text = f.read().strip()
