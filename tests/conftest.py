@@ -8,9 +8,13 @@ from pathlib import Path
 import pytest
 
 from tinytorch_course.build import build
-from tinytorch_course import demo
+from tinytorch_course import demo, hidden_inputs
 
 REPO = Path(__file__).resolve().parent.parent
+# The built course's term: every learner graded on one variant of each module's hidden inputs, so
+# that its copies (which share its secret) share one answer key per module (tests/test_per_learner.py
+# grades variants of its own).
+TEST_VARIANTS = 1
 
 
 def copy_course(destination):
@@ -26,8 +30,8 @@ def shared_folder(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def built_course(tmp_path_factory):
-    """A copy of the course rebuilt from its sources with `build` (the repo itself is untouched),
-    made once for all workers (the first builds, the others wait for it): tests only read or copy it."""
+    """A copy of the course rebuilt from its sources with `build` (the repo itself is untouched), with
+    a grading secret and a term of `TEST_VARIANTS` variants, made once for all workers (the first builds, the others wait for it): tests only read or copy it."""
     root = shared_folder(tmp_path_factory) / "built-course"
     with open(root.with_name("built-course.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -36,6 +40,8 @@ def built_course(tmp_path_factory):
             shutil.rmtree(root, ignore_errors=True)
             root.mkdir()
             build(copy_course(root), log=lambda message: None)
+            hidden_inputs.set_term(root, "tests", TEST_VARIANTS)
+            hidden_inputs.secret(root)
             done.touch()
     return root
 

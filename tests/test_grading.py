@@ -15,7 +15,7 @@ import zipfile
 import nbformat
 import pytest
 
-from tinytorch_course import demo, grading, notebooks
+from tinytorch_course import demo, grading, hidden_inputs, notebooks
 from tinytorch_course.nbgrader_api import CourseError
 
 from conftest import REPO
@@ -39,8 +39,10 @@ def demo_run(built_course, tmp_path_factory):
     root = tmp_path_factory.mktemp("grading") / "course"
     shutil.copytree(built_course, root)
     before = course_files(root)
-    earlier = root / demo.DEMO_FOLDER  # what an earlier demo left: only its grading cache stays
+    earlier = root / demo.DEMO_FOLDER  # what an earlier demo left: only its grading cache, secret and term stay
     (earlier / "submitted" / "earlier-learner").mkdir(parents=True)
+    for name in [hidden_inputs.SECRET_FILE, hidden_inputs.TERM_FILE]:  # the session's: its answer keys
+        shutil.copy(root / name, earlier / name)
     (earlier / "grading-status.json").write_text("{}")
     (earlier / ".grading-cache").mkdir()
     (earlier / ".grading-cache" / "kept.json").write_text("[]")

@@ -19,6 +19,9 @@ process, with what the answer key returns on the same inputs:
     record(value, what)                  a result to compare with the answer key's
     record_error(fn, *args, what=...)    the error fn(*args) raises (or the value it returns)
 
+Hidden tests draw their random inputs from `hidden_rng(name)`: while graded, its seed comes from
+the grader (each learner's own variant of the module, a new one each term); elsewhere it is fixed.
+
 While nbgrader grades or validates a notebook, `being_graded()` is true: demos that only show
 something (a training run, a timing table) run shorter then; no test depends on them. Timing cells
 measure with `best_time(fn)`: the fastest of a few calls made after untimed warm-up calls.
@@ -29,6 +32,7 @@ and `record_error` do nothing and the asserts only assert.
 """
 import base64
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -39,7 +43,7 @@ import time
 import numpy as np
 
 __all__ = ["assert_equal", "assert_close", "assert_raises", "assert_true", "assert_passes", "record",
-           "record_error", "being_graded", "best_time"]
+           "record_error", "being_graded", "best_time", "hidden_rng"]
 
 MAX_SHOWN = 6  # elements of an array shown in a message
 
@@ -408,6 +412,19 @@ def record_error(fn, *args, what, match=None, **kwargs):
         got = _safe_plain(value)
     if _records is not None:
         _write("record_error", what, got=got, match=match)
+
+
+HIDDEN_SEED_ENV = "TINYTORCH_HIDDEN_SEED"  # set by the grader, in the grading kernel only
+FIXED_SEED = "tinytorch"  # outside grading: the same inputs at every run
+
+
+def hidden_rng(name):
+    """Hidden tests: a numpy Generator for the random inputs called `name` (unique in its notebook).
+    While graded, its seed is the grader's (`$TINYTORCH_HIDDEN_SEED`: the learner's variant of the
+    module) combined with `name`; elsewhere a fixed one."""
+    seed = os.environ.get(HIDDEN_SEED_ENV) or FIXED_SEED
+    digest = hashlib.sha256(f"{seed}\0{name}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:16], "big"))
 
 
 def being_graded():

@@ -21,6 +21,10 @@ def add_grade_commands(commands):
                         help="LMS archives of <student-id>_NN_name.ipynb files")
     source.add_argument("--folder", metavar="DIR", help="DIR/<student-id>/ holds each learner's files")
     source.add_argument("--exchange", action="store_true", help="nbgrader's exchange (c.Exchange.root)")
+    term = steps.add_parser("term", help="start a term: new hidden inputs for every learner")
+    term.add_argument("name", help="the term's name (e.g. 2027-spring)")
+    term.add_argument("--variants", type=int,
+                      help="variants of each module's hidden inputs, one answer key each (default: 4)")
     run = steps.add_parser("run", help="autograde in parallel, write feedback and grades, print the summary")
     run.add_argument("modules", nargs="*", help="NN or NN_name (default: every module)")
     run.add_argument("--student", action="append", help="only this learner (repeatable)")
@@ -82,6 +86,12 @@ def grade(args):
         else:
             grading.collect_exchange(ROOT, module)
         print(f"submissions are in {ROOT / 'submitted'}/<student>/{module}/")
+    elif args.step == "term":
+        from . import hidden_inputs
+
+        settings = hidden_inputs.set_term(ROOT, args.name, args.variants or hidden_inputs.DEFAULT_VARIANTS)
+        hidden_inputs.secret(ROOT)  # made now if new, kept beside the gradebook
+        print(f"term {settings['term']!r}: {settings['variants']} variant(s) of each module's hidden inputs")
     elif args.step == "run":
         from .autograder import Limits
 

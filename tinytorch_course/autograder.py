@@ -28,7 +28,7 @@ import time
 
 import nbformat
 
-from . import notebooks, sandbox
+from . import hidden_inputs, notebooks, sandbox
 from .intake import printable
 from .nbgrader_api import CourseError, api, check, install_grader_kernel, load_config
 from .progress import Progress
@@ -397,8 +397,9 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
     try:
         sandbox.require_bubblewrap()
         cache_dir = sandbox.default_cache_dir(root)
-        for module in sorted({module for module, _, _ in planned}):
-            sandbox.prepare(root, module, cache_dir)  # the answer key's records, once per module
+        for module, variant in sorted({(module, hidden_inputs.variant(root, module, student)["variant"])
+                                       for module, student, _ in planned}):
+            sandbox.prepare(root, module, cache_dir, variant)  # the answer key, once per variant used
     except (sandbox.SandboxError, RuntimeError) as error:
         raise CourseError(str(error)) from error
     run_dir = Path(tempfile.mkdtemp(prefix="tinytorch-grading-", dir=scratch))
@@ -424,6 +425,7 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
             for future in as_completed(futures):
                 job = _result(future, futures[future])
                 entry = {key: job[key] for key in ["status", "reasons", "notes"]}
+                entry["variant"] = job.get("variant")  # hidden inputs: term, variants, variant
                 entry["score"] = entry["max_score"] = None
                 entry["seconds"] = round(job.get("seconds", 0), 2)
                 if job["results"]:

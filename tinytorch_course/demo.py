@@ -9,7 +9,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from . import grading, notebooks
+from . import grading, hidden_inputs, notebooks
 from .build import build
 from .nbgrader_api import api, check
 
@@ -24,7 +24,10 @@ DEMO_FOLDER = Path("artifacts") / "demo"  # in the course folder (git ignores ar
 # What a course build reads and writes: a copy of these is a course of its own (nbgrader_config.py
 # puts the course root and the gradebook beside itself).
 COURSE_FILES = ["modules", "tinytorch", "release", "solutions", "nbgrader_config.py", "settings.ini"]
-KEPT = {".grading-cache"}  # answer keys and reference packages, named by digest: safe to reuse
+# Kept from an earlier demo: answer keys and reference packages (named by digest: safe to reuse), and
+# the demo's own grading secret and term (`hidden_inputs`), so that its answer keys are made once.
+KEPT = {".grading-cache", hidden_inputs.SECRET_FILE, hidden_inputs.TERM_FILE}
+DEMO_VARIANTS = 1  # one answer key per module keeps the demo short (a real class: ./course grade term)
 
 
 def copy_course(root, destination):
@@ -39,8 +42,8 @@ def copy_course(root, destination):
 
 
 def fresh_demo_course(root):
-    """`root/artifacts/demo/`, emptied of an earlier demo (but its grading cache), filled with a copy
-    of the course files, and every module in its own gradebook (nbgrader's generate_assignment)."""
+    """`root/artifacts/demo/`, emptied of an earlier demo (but its grading cache, secret and term),
+    filled with a copy of the course files, and every module in its own gradebook (nbgrader's generate_assignment)."""
     folder = Path(root) / DEMO_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     for path in folder.iterdir():
@@ -51,6 +54,8 @@ def fresh_demo_course(root):
         else:
             path.unlink()
     copy_course(root, folder)
+    if not (folder / hidden_inputs.TERM_FILE).is_file():
+        hidden_inputs.set_term(folder, "demo", DEMO_VARIANTS)
     grader = api(folder)
     for module_id in notebooks.module_ids(folder):
         check(grader.generate_assignment(module_id, force=True, create=True), f"generate_assignment {module_id}")

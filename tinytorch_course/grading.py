@@ -84,7 +84,8 @@ def autograde(root, module_ids=None, student_ids=None, jobs=None, **options):
 # scored), missing (nothing handed in), ungraded (handed in since the module's last grading of it).
 STATES = ("graded", "review", "failed", "missing", "ungraded")
 CSV_FIELDS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-              "raw_score", "late_submission_penalty", "score", "max_score", "status", "reasons"]
+              "raw_score", "late_submission_penalty", "score", "max_score", "status", "reasons", "term",
+              "variant"]
 
 
 def _collected_after(folder, graded_at):
@@ -110,7 +111,8 @@ def state(root, module_id, student_id, entry):
 def class_grades(root):
     """One row per (module, learner on the roster), in the gradebook's order: nbgrader's export
     columns (the score 0 where nothing is recorded) plus `status` (one of `STATES`), `reasons`
-    and the last grading's `notes` (lists), and `lms_user_id` from the roster."""
+    and the last grading's `notes` (lists), the `term` and `variant` of its hidden inputs
+    (`hidden_inputs`), and `lms_user_id` from the roster."""
     from nbgrader.api import Gradebook, MissingEntry
 
     from .autograder import read_status
@@ -136,13 +138,15 @@ def class_grades(root):
                 entry = status.get(assignment.name, {}).get(student.id)
                 row["status"], row["reasons"] = state(root, assignment.name, student.id, entry)
                 row["notes"] = entry["notes"] if entry and row["status"] != "missing" else []
+                inputs = (entry or {}).get("variant") if row["status"] != "missing" else None
+                row["term"], row["variant"] = (inputs["term"], inputs["variant"]) if inputs else ("", "")
                 rows.append(row)
     return rows
 
 
 def export_grades(root, csv_path):
-    """The grades CSV: nbgrader's export columns, plus each row's `status` (see `STATES`) and
-    `reasons` (written with Python's csv module: names with commas or quotes stay in their column)."""
+    """The grades CSV: nbgrader's export columns, plus each row's `status` (see `STATES`),
+    `reasons`, and the `term` and `variant` its hidden inputs came from (written with Python's csv module: names with commas or quotes stay in their column)."""
     Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
     with open(csv_path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")

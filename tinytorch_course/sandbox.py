@@ -22,6 +22,8 @@ notebook it:
 * if the kernel dies, executes it again in a fresh sandbox with the solution cell that was running
   (or the last one before it) as the release's stub, at most `MAX_CRASHES` times within the same
   deadline; the feedback shows the learner's code in that cell with an error saying what happened;
+* gives the kernel the seed of the learner's variant of the module (`hidden_inputs`): the hidden
+  tests' inputs, whose answer key is made for that variant;
 * judges every graded test cell from its records against the answer key's (`verdicts`), marks
   the cells that fail, and notes what to flag for review (`resources["tinytorch"]`, and
   `FlagForReview` writes it into the gradebook).
@@ -48,7 +50,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
-from . import cgroups, grading_cache, notebooks, verdicts
+from . import cgroups, grading_cache, hidden_inputs, notebooks, verdicts
 from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 
 HERE = Path(__file__).resolve().parent
@@ -166,12 +168,15 @@ def default_cache_dir(root):
     return Path(os.environ.get("TINYTORCH_GRADING_CACHE") or Path(root) / ".grading-cache")
 
 
-def prepare(root, module_id, cache_dir):
-    """Everything a module's jobs share, made once: `(reference package, kernel files, answer key)`."""
+def prepare(root, module_id, cache_dir, variant=0):
+    """Everything the jobs of a module's hidden-input `variant` (`hidden_inputs`) share, made once:
+    `(reference package, kernel files, answer key, the variant's seed)`."""
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return (reference_package(root, module_id, cache_dir), kernel_files(cache_dir),
-            verdicts.reference_records(root, module_id, cache_dir / "answer-keys", GRADER_KERNEL))
+    seed = hidden_inputs.seed(root, module_id, variant)
+    key = verdicts.reference_records(root, module_id, cache_dir / "answer-keys", GRADER_KERNEL, seed,
+                                     base_seed=hidden_inputs.seed(root, module_id, 0))
+    return reference_package(root, module_id, cache_dir), kernel_files(cache_dir), key, seed
 
 
 # ---------------------------------------------------------------- the preprocessor
@@ -209,13 +214,16 @@ class SandboxedExecute(verdicts.RecordingExecute):
         require_bubblewrap()
         module_id = resources["nbgrader"]["assignment"]
         root = self._root()
-        reference, kernel, answer_key = prepare(root, module_id, self.cache_dir or default_cache_dir(root))
+        variant = hidden_inputs.variant(root, module_id, resources["nbgrader"]["student"])
+        reference, kernel, answer_key, self._hidden_seed = prepare(
+            root, module_id, self.cache_dir or default_cache_dir(root), variant["variant"])
         self.skip_sources = notebooks.skipped_when_graded(  # the course's tags, not the submission's
             notebooks.read(notebooks.notebook_path(root, "modules", module_id)))
         stubs = {gid: cell.source for gid, cell in notebooks.cells_by_id(
             notebooks.read(notebooks.notebook_path(root, "release", module_id))).items()
             if notebooks.is_solution(cell)}
         outcome = self.job if self.job is not None else {}
+        outcome["variant"] = variant
         deadline = time.monotonic() + self.notebook_timeout  # for every run of this notebook together
         crashes = []  # (cell that was running, solution cell reset to its stub, the kernel's last words)
         while True:
@@ -240,7 +248,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
         if self._truncated:
             notes.append(f"output cut at {self._output_cap} bytes")
         outcome.update(reasons=outcome.get("reasons", []) + reasons, notes=outcome.get("notes", []) + notes)
-        resources["tinytorch"] = {"reasons": reasons, "notes": notes}
+        resources["tinytorch"] = {"reasons": reasons, "notes": notes, "variant": variant}
         return executed, resources
 
     def _run(self, nb, resources, km, reference, kernel, deadline, outcome):
@@ -250,7 +258,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
         job_dir = Path(tempfile.mkdtemp(prefix=JOB_PREFIX, dir=self.job_root or None))
         uid = UID_BASE + secrets.randbelow(100_000_000) if os.geteuid() == 0 else None
         spec = {"work": str(job_dir / "work"), "ipc": str(job_dir / "ipc"), "uid": uid,
-                "reference": str(reference), "kernel": str(kernel),
+                "reference": str(reference), "kernel": str(kernel), "hidden_seed": self._hidden_seed,
                 "records": str(job_dir / "records"), "log": str(job_dir / "kernel.log"),
                 "memory_bytes": self.memory_mb << 20, "file_bytes": self.file_mb << 20,
                 "disk_bytes": self.disk_mb << 20, "tmp_bytes": self.tmp_mb << 20,

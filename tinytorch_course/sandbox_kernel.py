@@ -61,7 +61,7 @@ def bwrap_command(spec, records_fd):
                    "MPLCONFIGDIR": "/tmp/matplotlib", "MPLBACKEND": "agg", "IPYTHONDIR": "/tmp/ipython",
                    "JUPYTER_RUNTIME_DIR": "/tmp/runtime", "OPENBLAS_NUM_THREADS": "1",
                    "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                   "TINYTORCH_RECORDS": f"fd:{records_fd}",
+                   "TINYTORCH_RECORDS": f"fd:{records_fd}", "TINYTORCH_HIDDEN_SEED": spec["hidden_seed"],
                    "TINYTORCH_OUTPUT_BYTES": str(spec["output_bytes"])}
     if "NBGRADER_EXECUTION" in os.environ:  # set by the grader only after sandbox.execution_mode checked it
         environment["NBGRADER_EXECUTION"] = os.environ["NBGRADER_EXECUTION"]

@@ -36,7 +36,7 @@ from nbgrader.preprocessors import ClearSolutions, Execute
 from traitlets import Dict, Set, Unicode
 
 import numpy as np
-from tinytorch.testing import ErrorValue, close, decoded, default_tolerance, equal, same_error
+from tinytorch.testing import FIXED_SEED, HIDDEN_SEED_ENV, ErrorValue, close, decoded, default_tolerance, equal, same_error
 
 from . import grading_cache, notebooks
 from .kernels import UnixSocketKernelManager
@@ -213,26 +213,41 @@ def _guess(value):
     return repr(value) if value is None or isinstance(value, bool) else ""
 
 
-def mark_informative(key, release):
-    """Set `informative` on each record of the answer key `key` (`{grade id: records}`, changed in
-    place): a hidden `record`/`record_error` whose value shows the learner's work. Not informative:
-    every visible check (its expected value is in the notebook); a value that the run of the
-    release notebook (`release`, the stubs: no work done) recorded at the same place too (the test
-    computed it itself); a value a guess finds (`_guess`), unless a cell's guessable values of one
-    kind differ from one another (then no one guess finds them all, and they count together)."""
+def computed_by_test(key, release):
+    """`{grade id: indices}` of the answer key's `record`/`record_error` records (`key`, `{grade id:
+    records}`) whose value the run of the release notebook (`release`, the stubs: no work done)
+    recorded at the same place too: values the test computes itself."""
+    computed = {}
     for gid, records in key.items():
         stubs = {}
         for entry in release.get(gid, []):
             stubs.setdefault(_key(entry), []).append(entry)
-        seen, guessed = {}, {}  # guessable records by kind
-        for entry in records:
+        seen = {}
+        for index, entry in enumerate(records):
             place = _key(entry)
             occurrence = seen[place] = seen.get(place, -1) + 1
-            entry["informative"] = False
-            if entry["kind"] not in ("record", "record_error"):
-                continue
             twins = stubs.get(place, [])
-            if occurrence < len(twins) and _judge_pair(entry, twins[occurrence])[0]:
+            if (entry["kind"] in ("record", "record_error") and occurrence < len(twins)
+                    and _judge_pair(entry, twins[occurrence])[0]):
+                computed.setdefault(gid, set()).add(index)
+    return computed
+
+
+def mark_informative(key, release, base=None):
+    """Set `informative` on each record of the answer key `key` (`{grade id: records}`, changed in
+    place): a hidden `record`/`record_error` whose value shows the learner's work. Not informative:
+    every visible check (its expected value is in the notebook); a value the test computes itself
+    (`computed_by_test`: the release run `release` recorded it too, at the same place, as the answer
+    key `base` did, by default `key` itself: `base` may be the key of other inputs whose records are
+    at the same places); a value a guess finds (`_guess`), unless a cell's
+    guessable values of one kind differ from one another (then no one guess finds them all, and they
+    count together)."""
+    computed = computed_by_test(key if base is None else base, release)
+    for gid, records in key.items():
+        guessed = {}  # guessable records by kind
+        for index, entry in enumerate(records):
+            entry["informative"] = False
+            if entry["kind"] not in ("record", "record_error") or index in computed.get(gid, ()):
                 continue
             guess = _guess(decoded(entry.get("got")))
             if guess:
@@ -244,6 +259,11 @@ def mark_informative(key, release):
                 for entry, _ in together:
                     entry["informative"] = True
     return key
+
+
+def layout(key):
+    """`{grade id: [(kind, place)]}`: where an answer key's records are, without their values."""
+    return {gid: [_key(entry) for entry in records] for gid, records in key.items()}
 
 
 def is_informative(records):
@@ -393,42 +413,64 @@ def release_notebook(notebook):
     return release
 
 
-def _run_key(notebook, workdir, records_path, kernel_name):
-    """`{grade id: records}` of `notebook` run as submissions are run."""
+def _run_key(notebook, workdir, records_path, kernel_name, seed):
+    """`{grade id: records}` of `notebook` run as submissions are run, its hidden inputs drawn with
+    `seed`."""
     # the kernel runs as submissions do: nbgrader sets NBGRADER_EXECUTION for them (in the kernel's
     # environment only: nbgrader's own `setenv` around this process's may be running)
     cell_records = execute_recording(notebook, workdir, records_path, kernel_name,
-                                     extra_env={"NBGRADER_EXECUTION": "autograde"},
+                                     extra_env={"NBGRADER_EXECUTION": "autograde", HIDDEN_SEED_ENV: seed},
                                      skip_sources=notebooks.skipped_when_graded(notebook))
     return records_by_grade_id(notebook, cell_records)
 
 
-def reference_records(root, module_id, cache_dir, kernel_name):
-    """`{grade id: records}` of the answer key: the source notebook run with its solutions, each
-    record marked `informative` or not (`mark_informative`, from a second run of the release's
-    stubs, `release_run`); cached in `cache_dir` under the digest of what it is made from
-    (`grading_cache.key`)."""
-    cache = Path(cache_dir) / f"{module_id}-{grading_cache.key(root, module_id)}.json"
+def _cached_run(root, module_id, cache_dir, kernel_name, seed, release):
+    """`{grade id: records}` of the source notebook (`release` False: the answer key) or of the
+    release's stubs (`release_run`) run with hidden-input seed `seed`; cached in `cache_dir`."""
+    kind = "release" if release else "key"
+    cache = Path(cache_dir) / f"{module_id}-{kind}-{grading_cache.key(root, module_id, kind, seed)}.json"
     if cache.is_file():
         return json.loads(cache.read_text())
     cache.parent.mkdir(parents=True, exist_ok=True)
-    notebook = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
-    workdir = notebooks.notebook_path(root, "modules", module_id).parent
-    release = release_notebook(notebook)
-    release.cells.insert(0, nbformat.v4.new_code_cell(
-        (HERE / "release_run.py").read_text() + "\ninstall(get_ipython())\n"))
-    # files of this process only: another process sharing the cache may be making the same key
+    path = notebooks.notebook_path(root, "modules", module_id)
+    notebook = notebooks.read(path)
+    if release:
+        notebook = release_notebook(notebook)
+        notebook.cells.insert(0, nbformat.v4.new_code_cell(
+            (HERE / "release_run.py").read_text() + "\ninstall(get_ipython())\n"))
+    # files of this process only: another process sharing the cache may be making the same entry
     with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache.parent) as scratch:
-        found = _run_key(notebook, workdir, Path(scratch) / "records.jsonl", kernel_name)
-        errors = notebooks.error_outputs(notebook)
+        found = _run_key(notebook, path.parent, Path(scratch) / "records.jsonl", kernel_name, seed)
+        errors = notebooks.error_outputs(notebook)  # none in the release run: it goes on past errors
         if errors:
-            raise RuntimeError(f"the answer key of {module_id} raised: {errors[:3]}")
-        stubs = _run_key(release, workdir, Path(scratch) / "release.jsonl", kernel_name)
-        errors = notebooks.error_outputs(release)  # none: every statement goes on past its error
-        if errors:
-            raise RuntimeError(f"the release run of {module_id} raised: {errors[:3]}")
-        mark_informative(found, stubs)
-        temporary = Path(scratch) / "key.json"
+            raise RuntimeError(f"the {'release run' if release else 'answer key'} of {module_id} raised "
+                               f"(hidden-input seed {seed[:8]}...): {errors[:3]}")
+        temporary = Path(scratch) / "run.json"
         temporary.write_text(json.dumps(found))
         temporary.replace(cache)
+    return found
+
+
+def reference_records(root, module_id, cache_dir, kernel_name, seed=FIXED_SEED, base_seed=FIXED_SEED):
+    """`{grade id: records}` of the answer key: the source notebook run with its solutions and
+    hidden-input seed `seed` (a variant's, `hidden_inputs.seed`; by default the seed of runs outside
+    grading), each record marked `informative` or
+    not (`mark_informative`); cached in `cache_dir` under the digest of what it is made from
+    (`grading_cache.key`). Which records the test computes itself comes from a second run, of the
+    release's stubs (`release_run`), made once per module with `base_seed` and compared with the
+    answer key of `base_seed`: it holds for every variant whose records are at the same places (the
+    same `layout`); a variant whose records are elsewhere gets a release run of its own."""
+    cache = Path(cache_dir) / f"{module_id}-{grading_cache.key(root, module_id, seed, base_seed)}.json"
+    if cache.is_file():
+        return json.loads(cache.read_text())
+    found = _cached_run(root, module_id, cache_dir, kernel_name, seed, release=False)
+    base = found if seed == base_seed else _cached_run(root, module_id, cache_dir, kernel_name, base_seed,
+                                                       release=False)
+    if layout(base) != layout(found):
+        base, base_seed = found, seed
+    stubs = _cached_run(root, module_id, cache_dir, kernel_name, base_seed, release=True)
+    mark_informative(found, stubs, base)
+    with tempfile.NamedTemporaryFile("w", dir=cache.parent, suffix=".tmp", delete=False) as temporary:
+        temporary.write(json.dumps(found))
+    Path(temporary.name).replace(cache)
     return found
