@@ -381,12 +381,16 @@ def _blas_sum(a, axes, keepdims=False):
     k = len(axes)
     if k and a.size and a.dtype.kind == "f":
         kept = (1,) * k if keepdims else ()
-        if axes == tuple(range(a.ndim - k, a.ndim)):
-            rows = a.reshape(-1, math.prod(a.shape[a.ndim - k:]))
-            return (rows @ np.ones(rows.shape[1], a.dtype)).reshape(a.shape[:a.ndim - k] + kept)
-        if axes == tuple(range(k)):
-            rows = a.reshape(math.prod(a.shape[:k]), -1)
-            return (np.ones(rows.shape[0], a.dtype) @ rows).reshape(kept + a.shape[k:])
+        # OpenBLAS's vector kernels may leave the "invalid" flag set by lanes past the data, which numpy
+        # reports after a matmul as a warning (stderr: a failed test when graded) on a right result; a real
+        # NaN still shows in the result
+        with np.errstate(invalid="ignore"):
+            if axes == tuple(range(a.ndim - k, a.ndim)):
+                rows = a.reshape(-1, math.prod(a.shape[a.ndim - k:]))
+                return (rows @ np.ones(rows.shape[1], a.dtype)).reshape(a.shape[:a.ndim - k] + kept)
+            if axes == tuple(range(k)):
+                rows = a.reshape(math.prod(a.shape[:k]), -1)
+                return (np.ones(rows.shape[0], a.dtype) @ rows).reshape(kept + a.shape[k:])
     return a.sum(axis=axes, keepdims=keepdims)
 
 
