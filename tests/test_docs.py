@@ -1,7 +1,6 @@
 """The README and docs/ show only commands that exist: each `./course ...` and `./learn ...` line of
 their shell blocks answers `--help`, and every page of docs/ is linked from the README."""
 import os
-from pathlib import Path
 import re
 import shutil
 import subprocess
