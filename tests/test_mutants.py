@@ -1,15 +1,14 @@
-"""Tests have teeth: every plausible wrong answer in tests/mutants/ loses points on a hidden test,
+"""Tests have teeth: every plausible wrong answer in mistakes/ (the catalogue) loses points on a hidden test,
 and on a visible test too (so the learner finds out before grading) unless it is tagged
 hidden-only with a reason."""
 import functools
-import importlib
 import symtable
 
 import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from tinytorch_course import notebooks
+from tinytorch_course import mistakes, notebooks
 from conftest import REPO
 from notebook_scoring import ForkedCells, execute, reference, test_scores as score_cells, with_cell_replacement
 
@@ -18,11 +17,10 @@ MODULES = notebooks.module_ids(REPO)
 
 
 def mutants(module_id):
-    return importlib.import_module(f"mutants.m{module_id}").MUTANTS
+    return mistakes.catalogue(REPO, module_id)
 
 
-CASES = [pytest.param(module_id, *mutant[:4], mutant[4] if len(mutant) > 4 else None,
-                      id=f"{module_id}:{mutant[0]}:{mutant[1]}")
+CASES = [pytest.param(module_id, *mutant[:4], mutant.hidden_only, id=f"{module_id}:{mutant.cell}:{mutant.what}")
          for module_id in MODULES for mutant in mutants(module_id)]
 
 
@@ -191,14 +189,15 @@ def test_mutant_loses_points(tmp_path, answer_keys, forked_runs, module_id, cell
 def test_every_module_has_mutants(module_id):
     solution_cells = {notebooks.grade_id(c) for c in notebooks.read(
         notebooks.notebook_path(REPO, "modules", module_id)).cells if notebooks.is_solution(c)}
-    assert solution_cells <= {m[0] for m in mutants(module_id)}, "each solution cell needs at least one mutant"
+    assert solution_cells <= {m.cell for m in mutants(module_id)}, "each solution cell needs at least one mutant"
 
 
 @pytest.mark.parametrize("module_id", MODULES)
 def test_visible_tests_catch_most_mutants(module_id):
     found = mutants(module_id)
-    hidden_only = [m for m in found if len(m) > 4]
-    assert all(isinstance(m[4], str) and m[4].strip() for m in hidden_only), "a hidden-only tag needs a reason"
+    hidden_only = [m for m in found if m.hidden_only is not None]
+    assert all(isinstance(m.hidden_only, str) and m.hidden_only.strip() for m in hidden_only), \
+        "a hidden-only tag needs a reason"
     rate = 1 - len(hidden_only) / len(found)
     assert rate >= MIN_VISIBLE_RATE, (f"{module_id}: visible tests may catch only {rate:.0%} of the "
                                       f"mutants (at least {MIN_VISIBLE_RATE:.0%})")
