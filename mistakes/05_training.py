@@ -100,8 +100,8 @@ MISTAKES = [
     Mistake("clip_grad_norm", "parameters without a gradient not skipped",
             "grads = [p.grad.numpy() for p in parameters if p.grad is not None]",
             "grads = [p.grad.numpy() for p in parameters]",
-            says="your clipping fails on parameters whose grad is None: they have nothing to clip and must be skipped."
-            ),
+            says="your clipping fails on parameters whose grad is None: they have nothing to clip and must be "
+                 "skipped."),
     Mistake("clip_grad_norm", "gradients below the limit rescaled too", "if total > max_norm:", "if True:",
             says="your clipping rescales gradients whose norm is already below max_norm: only a norm above the limit "
                  "calls for rescaling."),
