@@ -361,3 +361,41 @@ def test_the_course_digits_milestone_runs_the_kits_program(tmp_path, monkeypatch
     shown = capsys.readouterr().out
     assert "after 1 epochs" in shown and "milestone 05 needs >= 97% test accuracy" in shown, shown
     assert (tmp_path / "artifacts" / "milestone-digits.png").stat().st_size > 10_000
+
+
+def locked_distributions():
+    """`{name: distribution}` of requirements.lock's pins, as installed here (the same lock made .venv)."""
+    from importlib import metadata
+
+    names = [re.split(r"[=\s]", line, 1)[0] for line in (REPO / "requirements.lock").read_text().splitlines()
+             if "==" in line and not line.startswith("#")]
+    return {canonical(n): metadata.distribution(n) for n in names}
+
+
+def canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_lock_holds_every_requirement_of_what_it_pins():
+    """What `pip check` finds in a kit's .venv: a pinned package requiring one the lock leaves out."""
+    from packaging.requirements import Requirement
+
+    locked = locked_distributions()
+    missing = sorted(f"{name} requires {req.name}" for name, dist in locked.items()
+                     for req in map(Requirement, dist.requires or [])
+                     if canonical(req.name) not in locked and (req.marker is None or req.marker.evaluate({"extra": ""})))
+    assert not missing, f"requirements.lock lacks what its packages require: {missing}"
+
+
+def test_both_setups_ask_for_the_python_the_lock_needs():
+    """The oldest Python every pinned package accepts is the one ./course and the kit's ./setup check for
+    (else an older Python fails inside the installer, with a resolver's message)."""
+    from packaging.specifiers import SpecifierSet
+
+    needs = [SpecifierSet(dist.metadata["Requires-Python"]) for dist in locked_distributions().values()
+             if dist.metadata["Requires-Python"]]
+    oldest = next(v for v in (f"3.{minor}.{micro}" for minor in range(11, 15) for micro in range(30))
+                  if all(v in spec for spec in needs))
+    check = f"sys.version_info < ({oldest.replace('.', ', ')})"
+    for script in [REPO / "course", REPO / "tinytorch_course" / "kit" / "setup"]:
+        assert check in script.read_text(), f"{script.name} must check for Python {oldest}: {check}"
