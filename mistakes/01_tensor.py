@@ -20,8 +20,8 @@ MISTAKES = [
             "must be refused with an error that names it."),
     Mistake("contiguous_strides", "strides returned as a list",
             "return tuple(reversed(strides))", "return list(reversed(strides))",
-            says="contiguous_strides returns a list: strides, like shapes, are tuples, and the tests compare them "
-            "as such."),
+            says="contiguous_strides returns a list: strides are a tuple, like shapes, and a list never equals a "
+            "tuple."),
     Mistake("strides_by_hand", "the transpose read with the original strides",
             "q3_position = 9", "q3_position = 1 * 3 + 2",
             says="your answer to question 3 reads the transpose with the strides of question 2: the transposed "
@@ -119,8 +119,8 @@ MISTAKES = [
             "ones (a transpose, say): write through the tensor's own layout."),
     Mistake("tensor_class", "tensor operands not cast (numpy's promotion instead of PyTorch's)",
             "b = b._numpy().astype(dtype.numpy_dtype, copy=False)", "b = b._numpy()",
-            says="arithmetic between two tensors of different dtypes gets numpy's result dtype (int64 with float32 "
-            "gives float64): each tensor operand must be cast to the dtype result_type chose."),
+            says="arithmetic between tensors of different dtypes can come out in numpy's dtype (a float32 tensor "
+            "plus an int64 one gives float64): every tensor operand must be cast to result_type's dtype."),
     Mistake("tensor_class", "reflected operands not swapped", "if reverse:", "if False:",
             says="2 - t computes t - 2: when the tensor is the right-hand operand (reverse), the two operands must "
             "reach op in the other order."),

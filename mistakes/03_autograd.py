@@ -48,8 +48,8 @@ MISTAKES = [
             "detected: keep each tensor's version as it was when saved."),
     Mistake("context", "a freed graph is not detected",
             "        if self.saved is None:\n            raise", "        if False:\n            raise",
-            says="saved_tensors of a freed graph does not raise: once the graph is freed, raise RuntimeError "
-            "saying so, and that retain_graph=True keeps it."),
+            says="saved_tensors of a freed graph fails with some other error, or none: then raise RuntimeError "
+            "saying the graph was freed, and that retain_graph=True keeps it."),
     Mistake("function_apply", "no_grad still records",
             "        if not _grad_mode.enabled:\n            return cls.forward(ctx, *args)\n", "",
             says="operations inside no_grad() are still recorded: when grad mode is off, apply must only compute, "
@@ -107,8 +107,8 @@ MISTAKES = [
             "requires_grad): skip each input whose needs_input_grad flag is not set."),
     Mistake("mul_div", "Mul gradients swapped",
             "grad_a = grad * as_array(b) if", "grad_a = grad * as_array(a) if",
-            says="Mul's gradient for each input is built from that input's own values: the derivative of a product "
-            "with respect to one factor involves the other factor."),
+            says="Mul's gradient for a is built from a's own values: the derivative of a product with respect to "
+            "one factor is made of the other factor."),
     Mistake("mul_div", "Div gradient of the divisor without its minus sign",
             "return grad / b, -grad * a / (b * b)", "return grad / b, grad * a / (b * b)",
             says="the divisor of a / b gets a gradient of the wrong sign: with a positive a, a larger b makes the "
