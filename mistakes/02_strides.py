@@ -55,8 +55,8 @@ MISTAKES = [
             "wraps a slice's start and stop, and slice objects can do it for you."),
     Mistake("slice_dim", "offset moved by start, not start * stride", "return count, stride * step, start * stride",
             "return count, stride * step, start",
-            says="slice_dim moves the offset by the start index alone: the offset counts storage positions, so the "
-            "start must be scaled by the dimension's stride."),
+            says="slice_dim moves the offset by the start index alone: the offset counts storage positions, not "
+            "indices of this dimension, so it is wrong wherever the stride is not 1."),
     Mistake("basic_index_layout", "offset ignored in slicing", "            offset += delta\n", "",
             says="basic_index_layout forgets what a slice's start adds to the offset: a slice that starts past 0 "
             "must move where the view begins in the storage."),
