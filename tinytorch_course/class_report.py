@@ -220,7 +220,8 @@ def page(root, results):
              "<h2>Tests</h2><p>A test passes when it earned all its points (an exercise: each of its tests). "
              "Discrimination: the point-biserial correlation, over the scored learners, between passing and the "
              "learner's total on the module without those points; near 0 or below, the test does not separate "
-             "learners who do well on the module from those who do not; empty when everyone or no one passed.</p>",
+             "learners who do well on the module from those who do not; empty when everyone or no one passed. "
+             f"With fewer than {MIN_LEARNERS} scored learners it says little.</p>",
              _table(["exercise", "test", "points", "mean", "pass rate", "discrimination"],
                     [[i["exercise"] or "(module)", i["test"], _format(i["max_score"], 1), _format(i["mean_score"]),
                       _format(i["pass_rate"]), _format(i["discrimination"])] for i in items])]
