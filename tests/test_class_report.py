@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tinytorch_course import class_report, grading, mistakes
+from tinytorch_course import __main__ as cli, class_report, grading, mistakes
 from tinytorch_course.autograder import STATUS_FILE
 from tinytorch_course.feedback import CSP
 from tinytorch_course.nbgrader_api import CourseError, api
@@ -46,6 +46,8 @@ def make_course(folder):
     root.mkdir()
     shutil.copy(REPO / "nbgrader_config.py", root)
     shutil.copytree(REPO / "mistakes", root / "mistakes")
+    (root / "modules" / MODULE).mkdir(parents=True)
+    (root / "modules" / MODULE / f"{MODULE}.ipynb").touch()  # what the commands' `NN` is looked up in
     with open(folder / "roster.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["id", "first_name", "last_name", "email"])
@@ -187,3 +189,14 @@ def test_a_named_cluster_joins_the_catalogue(course):
         class_report.name_cluster(course, MODULE, "1", "again")
     with pytest.raises(CourseError, match="no cluster '9'"):
         class_report.name_cluster(course, MODULE, "9", "none")
+
+
+def test_the_commands_write_the_report_and_name_a_cluster(course, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "ROOT", course)
+    assert cli.main(["grade", "report"]) == 0
+    assert capsys.readouterr().out == f"report: {course}/reports/{MODULE}.html, {course}/reports/{MODULE}.csv\n"
+    assert cli.main(["grade", "name-cluster", "03", "2", "--says", "keep the broadcast shape"]) == 0
+    assert "added unbroadcast:keep the broadcast shape" in capsys.readouterr().out
+    assert mistakes.catalogue(course, MODULE)[-1].signature == ("unbroadcast_hidden", "sigB")
+    assert cli.main(["grade", "name-cluster", "03", "7", "--says", "none"]) == 1
+    assert "error: 03_autograd has no cluster '7'" in capsys.readouterr().err

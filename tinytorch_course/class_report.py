@@ -52,10 +52,16 @@ def load(root, module, rows=None):
         except MissingEntry:
             raise CourseError(f"{module} is not in the gradebook: run ./course build first") from None
         tests = [(cell.name, cell.max_score) for notebook in assignment.notebooks for cell in notebook.grade_cells]
-        scores = {student: {grade.name: grade.score or 0.0 for notebook in gradebook.find_submission(
-            module, student).notebooks for grade in notebook.grades} for student in scored}
+        scores = {}
+        for student in scored:
+            try:
+                submission = gradebook.find_submission(module, student)
+            except MissingEntry:  # scored in grading-status.json, not in this gradebook: left out
+                continue
+            scores[student] = {grade.name: grade.score or 0.0 for notebook in submission.notebooks
+                               for grade in notebook.grades}
     status = read_status(root).get(module, {})
-    checks = {student: (status.get(student) or {}).get("checks") or {} for student in scored}
+    checks = {student: (status.get(student) or {}).get("checks") or {} for student in scores}
     return ModuleResults(module, rows, tests, scores, checks)
 
 
@@ -131,7 +137,9 @@ def findings(root):
     for module in sorted({r["assignment"] for r in rows if r["status"] in SCORED}):
         results = load(root, module, rows)
         see = f"(see ./course grade report {number(module)})"
-        for key, students in list(mistake_counts(root, module, results).items())[:1]:
+        counts = mistake_counts(root, module, results)
+        if counts:
+            key, students = next(iter(counts.items()))
             if named is None or len(students) > named[0]:
                 named = (len(students), f"{number(module)}: {len(students)} of {len(results.scores)} learners "
                                         f"made '{key}' {see}")
@@ -141,10 +149,11 @@ def findings(root):
                 if item["test"] and r is not None and (weakest is None or r < weakest[0]):
                     weakest = (r, f"{number(module)}: the least discriminating test is {item['test']} "
                                   f"(r = {r:.2f} over {item['learners']} learners) {see}")
-        for index, (gid, _, students) in enumerate(clusters(root, module, results)[:1], 1):
-            if biggest is None or len(students) > biggest[0]:
-                biggest = (len(students), f"{number(module)}: {len(students)} learners fail {gid} alike, matching "
-                                          f"no known mistake: cluster {index} of ./course grade report {number(module)}")
+        unknown = clusters(root, module, results)
+        if unknown and (biggest is None or len(unknown[0][2]) > biggest[0]):
+            gid, _, students = unknown[0]
+            biggest = (len(students), f"{number(module)}: {len(students)} learners fail {gid} alike, matching "
+                                      f"no known mistake: cluster 1 of ./course grade report {number(module)}")
     return [printable(line, 2000) for _, line in filter(None, [named, weakest, biggest])]
 
 
