@@ -169,6 +169,8 @@ def test_forked_runs_start_from_the_shared_cells_and_leave_them_as_they_were(tmp
 
 @pytest.mark.parametrize("module_id, cell_id, wrong, old, new, hidden_only", CASES)
 def test_mutant_loses_points(tmp_path, answer_keys, forked_runs, module_id, cell_id, wrong, old, new, hidden_only):
+    assert old, (f"{wrong!r} was named from the class report (./course grade name-cluster): write its old and "
+                 f"new in mistakes/{module_id}.py so that this test can check it")
     source = notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))
     mutant = with_cell_replacement(source, cell_id, old, new)
     hidden = hidden_test_ids(source)

@@ -37,6 +37,14 @@ def add_grade_commands(commands):
     run.add_argument("--processes", type=int, default=256, help="processes and threads of a whole job")
     run.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
     steps.add_parser("summary", help="per module: submitted, graded, mean, failures and reviews")
+    report = steps.add_parser("report", help="the class report: reports/NN_name.html and .csv (tests' pass "
+                                             "rates and discrimination, named mistakes, unknown failures, submissions)")
+    report.add_argument("modules", nargs="*", help="NN or NN_name (default: every module with graded learners)")
+    name = steps.add_parser("name-cluster", help="catalogue a cluster of the report's unknown failures as a mistake")
+    name.add_argument("module", help="NN or NN_name")
+    name.add_argument("cluster", help="the cluster's number in the report, or GRADE_ID:SIGNATURE")
+    name.add_argument("--says", required=True, help="what a learner who made it is told (no answer, no hidden input)")
+    name.add_argument("--what", help="the mistake in a few words, for the course's developers (default: --says)")
     export = steps.add_parser("export", help="write the grades CSV (with status and reasons), or an LMS's import CSV")
     export.add_argument("--lms", choices=["canvas", "moodle"],
                         help="Canvas's or Moodle's grade import CSV, one column per module (graded scores only)")
@@ -66,6 +74,22 @@ def export_step(args):
     print(f"{args.lms} grades: {out}")
     if empty:
         print("left empty (not graded): " + ", ".join(f"{n} {state}" for state, n in sorted(empty.items())))
+
+
+def report_step(args):
+    from . import class_report
+
+    if args.step == "name-cluster":
+        module = module_id(args.module)
+        entry = class_report.name_cluster(ROOT, module, args.cluster, args.says, args.what)
+        print(f"mistakes/{module}.py: added {entry.cell}:{entry.what}, recognised by the signature of its "
+              f"records on {entry.signature[0]}; write its old and new (the solution's text, the wrong answer)")
+        return
+    modules = [module_id(m) for m in args.modules] or class_report.reported_modules(ROOT)
+    for module in modules:
+        print("report: " + ", ".join(map(str, class_report.write_report(ROOT, module))))
+    if not modules:
+        print("nothing graded yet")
 
 
 def grade(args):
@@ -104,6 +128,8 @@ def grade(args):
         print(grading.summary(ROOT))
     elif args.step == "summary":
         print(grading.summary(ROOT))
+    elif args.step in ("report", "name-cluster"):
+        report_step(args)
     elif args.step == "export":
         export_step(args)
     elif args.step == "formgrader":

@@ -159,7 +159,8 @@ def export_grades(root, csv_path):
 def summary(root):
     """Per module that anyone handed in or that was graded: the roster's learners, how many
     submitted, were graded (graded or review), the mean score of those, then each failure, review,
-    missing and ungraded learner with the reasons, and the notes of the last grading."""
+    missing and ungraded learner with the reasons, and the notes of the last grading; then the
+    class report's top three findings (`class_report.findings`), if any."""
     from .autograder import read_status
 
     graded_modules = set(read_status(root))
@@ -186,7 +187,12 @@ def summary(root):
         for row in sorted(rows, key=lambda r: r["student_id"]):
             for note in row["notes"]:
                 lines.append(intake.printable(f"  note {row['student_id']}: {note}", 2000))
-    return "\n".join(lines) if lines else "nothing graded yet"
+    if not lines:
+        return "nothing graded yet"
+    from .class_report import findings
+
+    found = findings(root)
+    return "\n".join(lines + (["findings of the class report:"] + [f"  {line}" for line in found] if found else []))
 
 
 def scores(root):

@@ -5,11 +5,13 @@ solution cell `cell` of the module's source notebook. `what` names the mistake f
 developers (tests/test_mutants.py checks that each loses points on a hidden test, and on a visible
 one unless `hidden_only` gives the reason the visible tests must not reveal it); `says` tells a
 learner who made it what is wrong and where to look, without the answer or any hidden input.
+An entry named from the class report (`./course grade name-cluster`) carries the `signature` of the
+records of the failures it was named from, and empty `old`/`new` until the instructor writes them.
 The catalogue holds solution code: it is never released.
 """
 import runpy
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 
 class Mistake(NamedTuple):
@@ -19,6 +21,7 @@ class Mistake(NamedTuple):
     new: str  # ... and the wrong answer's, in its place
     says: str = ""  # for the learner who made it
     hidden_only: Optional[str] = None  # why no visible test may catch it
+    signature: Optional[Tuple[str, str]] = None  # (test grade id, signature of its failed records)
 
 
 def catalogue_path(root, module_id):
