@@ -168,7 +168,7 @@ def _check_conv_input(name, input, weight, bias, n, groups, transposed=False):
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size [{list(weight.shape)}] instead")
     if batched.shape[1] != channels:
-        raise RuntimeError(f"Given {'transposed=1, ' if transposed else ''}groups={groups}, weight of size "
+        raise RuntimeError(f"Given {'transposed=1' if transposed else f'groups={groups}'}, weight of size "
                            f"{list(weight.shape)}, expected input{list(batched.shape)} to have {channels} "
                            f"channels, but got {batched.shape[1]} channels instead")
     for t in (weight, bias):
@@ -179,11 +179,11 @@ def _check_conv_input(name, input, weight, bias, n, groups, transposed=False):
 
 
 def _conv(n, input, weight, bias, stride, padding, dilation, groups):
-    batched = _check_conv_input(f"conv{n}d", input, weight, bias, n, groups)
     stride, dilation = _conv_tuple(stride, n, "stride"), _conv_tuple(dilation, n, "dilation")
     if min(stride) < 1 or min(dilation) < 1:
         raise RuntimeError(f"conv{n}d: stride {list(stride)} and dilation {list(dilation)} must be at least 1")
     pads = _conv_padding(padding, weight.shape[2:], stride, dilation)
+    batched = _check_conv_input(f"conv{n}d", input, weight, bias, n, groups)
     if n == 2 and groups == 1:
         out = _ThreadedConv2d.apply(batched, weight, bias, stride, (*pads[0], *pads[1]), dilation)
     else:
@@ -240,15 +240,17 @@ def _conv_transpose(n, input, weight, bias, stride, padding, output_padding, gro
     name = f"conv_transpose{n}d"
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
-    batched = _check_conv_input(name, input, weight, bias, n, groups, transposed=True)
     stride, padding = _conv_tuple(stride, n, "stride"), _conv_tuple(padding, n, "padding")
     output_padding, dilation = _conv_tuple(output_padding, n, "output_padding"), _conv_tuple(dilation, n, "dilation")
+    batched = _check_conv_input(name, input, weight, bias, n, groups, transposed=True)
     if min(stride) < 1 or min(dilation) < 1 or min(padding) < 0:
         raise RuntimeError(f"{name}: stride {list(stride)} and dilation {list(dilation)} must be at least 1, "
                            f"padding {list(padding)} at least 0")
     if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)) or min(output_padding) < 0:
-        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
-                           f"output_padding={list(output_padding)}, stride={list(stride)}, dilation={list(dilation)}")
+        names = ("depth", "height", "width")[-n:]
+        shown = " ".join(f"{what}_{name}: {v}" for what, values in (("output_padding", output_padding),
+                         ("stride", stride), ("dilation", dilation)) for name, v in zip(names, values))
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {shown}")
     out = ConvTransposeNdFunction.apply(batched, weight, bias, stride, padding, output_padding, dilation, groups)
     return out if batched is input else out.squeeze(0)
 
@@ -313,6 +315,10 @@ def _max_indices(a, kernel, stride, pads, dilation):
     chosen = taps.reshape(n, c, oh, ow, -1).argmax(axis=-1)                 # the first maximum (or NaN)
     valid = _windows(_pad(np.ones((1, 1, h, w), bool), pads, False), kernel, stride, dilation)
     valid = valid.reshape(1, 1, oh, ow, -1)
+    if not valid.any(axis=-1).all():
+        raise RuntimeError(f"max_pool2d: a window lies wholly in the padding (kernel {kernel}, dilation {dilation}, "
+                           f"padding {pads[0]}, {pads[2]} on input {h} x {w}); its maximum would be -inf with no "
+                           "element to pass a gradient to: use less padding or dilation")
     inside = np.take_along_axis(valid, chosen[..., None], -1)[..., 0]
     chosen = np.where(inside, chosen, valid.argmax(axis=-1))                # a tie with the padding: a real one
     p, q = np.divmod(chosen, kernel[1])
@@ -408,10 +414,10 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
                            f"{input.ndim} dimensions.")
     default = [(i - 1) * s - 2 * p + k for i, s, p, k in zip(input.shape[-2:], stride, padding, kernel)]
     size = default if output_size is None else list(output_size)[-2:]
-    for d, (got, low, s) in enumerate(zip(size, default, stride)):
-        if not low <= got < low + s:
-            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be between {low} and '
-                             f'{low + s - 1})')
+    for d, (got, middle, s) in enumerate(zip(size, default, stride)):
+        if not middle - s < got < middle + s:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {middle - s} and '
+                             f'{middle + s})')
     index = indices.numpy()
     if index.size and (index.min() < 0 or index.max() >= size[0] * size[1]):
         bad = index.min() if index.min() < 0 else index.max()
@@ -420,9 +426,9 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     out = PlaneScatter.apply(batched, index.reshape(batched.shape), tuple(size))
     return out if batched is input else out.squeeze(0)
 
-# %% ../modules/08_conv/08_conv_more.ipynb #c22a75c0
+# %% ../modules/08_conv/08_conv_more.ipynb #70f2e812
 _LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
-_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "lanczos", "area", "nearest-exact")
 
 
 def _resize_sizes(input, size, scale_factor):
@@ -451,6 +457,14 @@ def _resize_sizes(input, size, scale_factor):
 def _scale(n_in, n_out, factor, dtype):
     """in/out, or 1/factor when a scale factor was given, in the input's precision (as PyTorch)."""
     return dtype(n_in) / dtype(n_out) if factor is None else dtype(1.0 / factor)
+
+
+def _nearest(n_in, n_out, factor):
+    """The source of each output position in 'nearest' mode: PyTorch's float32 arithmetic for every dtype."""
+    if n_out == 2 * n_in:
+        return np.arange(n_out) // 2
+    scale = _scale(n_in, n_out, factor, np.float32)
+    return np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * scale), n_in - 1).astype(np.int64)
 
 
 def _sources(n_in, n_out, factor, align_corners, dtype):
@@ -489,10 +503,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     dtype = np.dtype(input.dtype.name).type if input.dtype.is_floating_point else np.float32
     out = input
     for axis, (n_in, n_out, factor) in enumerate(zip(input.shape[2:], sizes, factors), start=2):
-        if mode == "nearest":  # PyTorch computes these positions in float32 for every dtype
-            scale = _scale(n_in, n_out, factor, np.float32)
-            first = np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * scale), n_in - 1)
-            out = index_select(out, axis, Tensor.tensor(first.astype(np.int64)))
+        if n_in == n_out:  # PyTorch copies a dimension that keeps its size, whatever the scale factor
+            continue
+        if mode == "nearest":
+            out = index_select(out, axis, Tensor.tensor(_nearest(n_in, n_out, factor)))
             continue
         first, second, t = _sources(n_in, n_out, factor, align_corners, dtype)
         t = Tensor.tensor(t.reshape(-1, *(1,) * (input.ndim - 1 - axis)))
@@ -537,11 +551,11 @@ class _ConvNd(Module):
             raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'same', 'valid'}}")
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
             if padding == "same" and any(s != 1 for s in _conv_tuple(stride, n, "stride")):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {list(_PADDING_MODES)}, but got "
+            raise ValueError("padding_mode must be one of {'zeros', 'replicate', 'circular', 'reflect'}, but got "
                              f"padding_mode={padding_mode!r}")
         if padding_mode != "zeros":
             raise NotImplementedError(f"padding_mode={padding_mode!r} is not supported (only 'zeros')")
