@@ -347,7 +347,8 @@ def test_batch_norm_of_1d_and_3d_input(layer, shape):
 
 @pytest.mark.parametrize("layer,args,weight", [
     (conv_more.Conv1d, (4, 6, 3), (6, 4, 3)), (conv_more.Conv2d, (4, 6, (2, 3), 1, 0, 1, 2), (6, 2, 2, 3)),
-    (conv_more.Conv3d, (2, 4, 2), (4, 2, 2, 2, 2)), (conv_more.ConvTranspose2d, (4, 6, 3, 2, 1, 1, 2), (4, 3, 3, 3))])
+    (conv_more.Conv3d, (2, 4, 2), (4, 2, 2, 2, 2)), (conv_more.ConvTranspose2d, (4, 6, 3, 2, 1, 1, 2), (4, 3, 3, 3)),
+    (conv_more.ConvTranspose1d, (2, 4, 3, 2), (2, 4, 3)), (conv_more.ConvTranspose3d, (2, 2, 2), (2, 2, 2, 2, 2))])
 def test_conv_layers_hold_pytorchs_weight_layout_and_initialisation(layer, args, weight):
     manual_seed(0)
     conv = layer(*args, dtype="float64")
@@ -360,8 +361,8 @@ def test_conv_layers_hold_pytorchs_weight_layout_and_initialisation(layer, args,
 
 
 def test_the_top_level_names_are_the_companions():
-    for name in ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "MaxUnpool2d",
-                 "BatchNorm1d", "BatchNorm3d"]:
+    for name in ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool2d",
+                 "AvgPool2d", "MaxUnpool2d", "BatchNorm1d", "BatchNorm3d"]:
         assert getattr(nn, name) is getattr(conv_more, name)
     for name in ["conv1d", "conv2d", "conv3d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "max_unpool2d",
                  "interpolate"]:

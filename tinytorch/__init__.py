@@ -24,9 +24,9 @@ _NOTEBOOK_OF = {"tensor_base": "01", "strides": "02", "autograd": "03", "autogra
                "training": "05", "attention": "06", "transformer": "07", "conv": "08", "conv_more": "08"}
 # Names PyTorch keeps in torch.nn / torch.nn.functional that a later notebook defines (name: module).
 _LATER = {
-    "nn": {"Conv2d": "conv_more", "MaxPool2d": "conv_more", "AvgPool2d": "conv_more", "BatchNorm2d": "conv",
-           "Conv1d": "conv_more", "Conv3d": "conv_more", "ConvTranspose2d": "conv_more", "MaxUnpool2d": "conv_more",
-           "BatchNorm1d": "conv_more", "BatchNorm3d": "conv_more"},
+    "nn": {"BatchNorm2d": "conv",
+           **dict.fromkeys(["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+                            "MaxPool2d", "AvgPool2d", "MaxUnpool2d", "BatchNorm1d", "BatchNorm3d"], "conv_more")},
     "nn.functional": {"scaled_dot_product_attention": "attention", "batch_norm": "conv",
                       **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                                        "conv_transpose3d", "max_pool2d", "avg_pool2d", "max_unpool2d",
