@@ -255,6 +255,10 @@ def test_max_pool2d_takes_integers_and_unbatched_input_and_keeps_nan():
     y = np.ones((1, 1, 2, 2))
     y[0, 0, 1, 0] = np.nan
     assert np.isnan(conv_more.max_pool2d(t64(y), 2).detach().numpy()).all()
+    for lowest in (np.full((1, 1, 3, 3), -np.inf), np.full((1, 1, 3, 3), np.iinfo(np.int32).min, np.int32)):
+        # every element ties with the padding: the index is the window's first real element (PyTorch's)
+        out, where = conv_more.max_pool2d(Tensor.tensor(lowest), 2, 2, 1, return_indices=True)
+        assert np.array_equal(where.numpy(), [[[[0, 1], [3, 4]]]]) and (out.numpy() == lowest.min()).all()
 
 
 @given(pool_cases(), st.booleans(), st.sampled_from([None, 3]))
@@ -308,11 +312,13 @@ def test_interpolate_follows_pytorchs_source_positions(mode, shape, align_corner
 
 
 def test_interpolate_copies_a_dimension_that_keeps_its_size():
+    """3 rows at scale 1.3 stay 3 rows, copied (as PyTorch), not read at floor(i / 1.3) = 0, 0, 1."""
     x = np.random.default_rng(12).standard_normal((1, 2, 3, 4))
-    for mode in ("nearest", "bilinear"):
-        out = conv_more.interpolate(t64(x), scale_factor=(1.3, 2), mode=mode).detach().numpy()  # 3 -> 3
-        assert np.array_equal(out[:, :, :, ::2], conv_more.interpolate(t64(x), size=(3, 8), mode=mode).detach().numpy()[:, :, :, ::2])
-        assert np.array_equal(out[:, :, :, 0], x[:, :, :, 0])
+    nearest = conv_more.interpolate(t64(x), scale_factor=(1.3, 2), mode="nearest").detach().numpy()
+    assert np.array_equal(nearest, np.repeat(x, 2, axis=3))
+    bilinear = conv_more.interpolate(t64(x), scale_factor=(1.3, 2), mode="bilinear").detach().numpy()
+    rows = conv_more.interpolate(t64(x.reshape(1, 6, 4)), scale_factor=2, mode="linear").detach().numpy()
+    assert np.allclose(bilinear, rows.reshape(1, 2, 3, 8))
 
 
 def test_interpolate_by_scale_factor_uses_its_reciprocal():
