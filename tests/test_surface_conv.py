@@ -458,8 +458,10 @@ def test_errors_have_pytorchs_class_and_message(call, error, message):
 
 
 def test_errors_of_our_own_name_the_numbers():
+    one = t64(np.ones((1, 1, 1, 1)))
     with pytest.raises(RuntimeError, match=r"wholly in the padding .*dilation \(2, 2\)"):
-        conv_more.max_pool2d(t64(np.ones((1, 1, 1, 1))), 2, 1, padding=1, dilation=2)
+        conv_more.max_pool2d(one, 2, 1, padding=1, dilation=2, return_indices=True)
+    assert conv_more.max_pool2d(one, 2, 1, padding=1, dilation=2).item() == -np.inf  # without indices: PyTorch's -inf
     with pytest.raises(RuntimeError, match=r"smaller than the effective kernel size 5 x 5 x 5"):
         conv_more.conv3d(t64(np.ones((1, 1, 4, 4, 4))), t64(np.ones((1, 1, 3, 3, 3))), dilation=2)
     with pytest.raises(NotImplementedError, match="'bicubic' is not supported"):

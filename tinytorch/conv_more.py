@@ -16,7 +16,7 @@ from .autograd import Function, Tensor
 from .autograd_more import index_select
 from .nn import Module, Parameter, kaiming_uniform_, uniform_
 from .conv import (AvgPool2d as _AvgPool2d, BatchNorm2d, MaxPool2d as _MaxPool2d, _ThreadedAvgPool2d,
-                            _ThreadedConv2d, _array_view, _pad, _windows)
+                            _ThreadedConv2d, _ThreadedMaxPool2d, _array_view, _pad, _windows)
 
 # %% ../modules/08_conv/08_conv_more.ipynb #e9d0ac4e
 def _is_int(value):
@@ -369,6 +369,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Like `torch.nn.functional.max_pool2d`: (N, C, H, W) or (C, H, W), float or integer input."""
     batched, kernel, stride, pads, dilation = _pool_args("max_pool2d", input, kernel_size, stride, padding,
                                                          dilation, ceil_mode)
+    if not return_indices and batched.dtype.is_floating_point:  # your MaxPool2dFunction: ceil_mode is more padding
+        out = _ThreadedMaxPool2d.apply(batched, kernel, stride, pads, dilation)
+        return out if batched is input else out.squeeze(0)
     index = _max_indices(batched.detach().numpy(), kernel, stride, pads, dilation)
     out = PlaneGather.apply(batched, index)
     if batched is not input:
