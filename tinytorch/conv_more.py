@@ -91,6 +91,12 @@ def _from_groups(a):
     return a.swapaxes(1, 2).swapaxes(0, 1).reshape(n, g * cg, *a.shape[3:])
 
 
+def _grouped(grad, groups):
+    """`grad` (N, O, *P) as (g, O/g, N*P), contiguous: an upstream gradient may be a broadcast view (strides
+    0), which numpy's matrix product would multiply without BLAS, tens of times slower."""
+    return np.ascontiguousarray(_as_groups(grad, groups).reshape(groups, grad.shape[1] // groups, -1))
+
+
 def _conv_forward(a, w, stride, dilation, groups):
     """Convolve the padded array `a` (N, C, *S) with `w` (O, C/g, *K): returns (out (N, O, *P), cols)."""
     k = w.shape[2:]
@@ -106,7 +112,7 @@ def _conv_forward(a, w, stride, dilation, groups):
 def _conv_input_grad(grad, w, padded_shape, stride, dilation, groups):
     """dL/d(padded input) of `_conv_forward`, from `grad` (N, O, *P): each kernel offset's share, added."""
     k = w.shape[2:]
-    g = _as_groups(grad, groups).reshape(groups, w.shape[0] // groups, -1)          # (g, O/g, N*P)
+    g = _grouped(grad, groups)                                                      # (g, O/g, N*P)
     grad_cols = w.reshape(groups, w.shape[0] // groups, -1).swapaxes(1, 2) @ g      # (g, C/g*K, N*P)
     grad_cols = grad_cols.reshape(padded_shape[1], *k, *grad.shape[:1], *grad.shape[2:])  # (C, *K, N, *P)
     out = np.zeros(padded_shape, grad_cols.dtype)
@@ -118,8 +124,7 @@ def _conv_input_grad(grad, w, padded_shape, stride, dilation, groups):
 
 def _conv_weight_grad(cols, grad, groups, shape):
     """dL/dw of `_conv_forward`: per group, grad (O/g, N*P) @ cols.T (N*P, C/g*K)."""
-    g = _as_groups(grad, groups).reshape(groups, shape[0] // groups, -1)
-    return (g @ cols.swapaxes(1, 2)).reshape(shape)
+    return (_grouped(grad, groups) @ cols.swapaxes(1, 2)).reshape(shape)
 
 
 def _bias_grad(grad):
