@@ -294,21 +294,20 @@ def test_max_unpool2d_puts_each_value_back_at_its_index():
 
 # ---------------------------------------------------------------- interpolate
 
-@pytest.mark.parametrize("mode,shape", [("nearest", (2, 2, 5)), ("nearest", (1, 2, 4, 3)), ("nearest", (1, 1, 2, 3, 2)),
-                                        ("linear", (2, 2, 5)), ("bilinear", (1, 2, 4, 3)),
-                                        ("trilinear", (1, 1, 2, 3, 2))])
-@pytest.mark.parametrize("align_corners", [False, True])
+INTERPOLATIONS = [("nearest", (2, 2, 5), None), ("nearest", (1, 2, 4, 3), None), ("nearest", (1, 1, 2, 3, 2), None),
+                  *((mode, shape, corners) for mode, shape in (("linear", (2, 2, 5)), ("bilinear", (1, 2, 4, 3)),
+                                                              ("trilinear", (1, 1, 2, 3, 2))) for corners in (False, True))]
+
+
+@pytest.mark.parametrize("mode,shape,align_corners", INTERPOLATIONS)
 @pytest.mark.parametrize("grow", [True, False])
 def test_interpolate_follows_pytorchs_source_positions(mode, shape, align_corners, grow):
-    if mode == "nearest" and align_corners:
-        pytest.skip("align_corners is for the linear modes")
     rng = np.random.default_rng(5)
     x = rng.standard_normal(shape)
     sizes = [2 * s + 1 if grow else max(1, s - 2) for s in shape[2:]]
-    ac = align_corners if mode != "nearest" else None
-    out = conv_more.interpolate(t64(x), size=sizes, mode=mode, align_corners=ac)
+    out = conv_more.interpolate(t64(x), size=sizes, mode=mode, align_corners=align_corners)
     assert np.allclose(out.detach().numpy(), interpolate_ref(x, sizes, mode, align_corners))
-    assert gradcheck(lambda a: conv_more.interpolate(a, size=sizes, mode=mode, align_corners=ac), (t64(x),))
+    assert gradcheck(lambda a: conv_more.interpolate(a, size=sizes, mode=mode, align_corners=align_corners), (t64(x),))
 
 
 def test_interpolate_copies_a_dimension_that_keeps_its_size():
@@ -464,6 +463,8 @@ def test_errors_of_our_own_name_the_numbers():
     assert conv_more.max_pool2d(one, 2, 1, padding=1, dilation=2).item() == -np.inf  # without indices: PyTorch's -inf
     with pytest.raises(RuntimeError, match=r"smaller than the effective kernel size 5 x 5 x 5"):
         conv_more.conv3d(t64(np.ones((1, 1, 4, 4, 4))), t64(np.ones((1, 1, 3, 3, 3))), dilation=2)
+    with pytest.raises(RuntimeError, match=r"Input type \(tinytorch.float32\) and weight/bias type \(tinytorch.float64\)"):
+        conv_more.conv1d(Tensor.zeros(1, 2, 4), t64(np.zeros((2, 2, 3))))
     with pytest.raises(NotImplementedError, match="'bicubic' is not supported"):
         conv_more.interpolate(t64(np.ones((1, 1, 4, 4))), scale_factor=2, mode="bicubic")
 

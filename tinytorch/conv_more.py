@@ -176,10 +176,10 @@ def _check_conv_input(name, input, weight, bias, n, groups, transposed=False):
         raise RuntimeError(f"Given {'transposed=1' if transposed else f'groups={groups}'}, weight of size "
                            f"{list(weight.shape)}, expected input{list(batched.shape)} to have {channels} "
                            f"channels, but got {batched.shape[1]} channels instead")
-    for t in (weight, bias):
-        if t is not None and t.dtype != input.dtype:
-            raise RuntimeError(f"Input type ({input.dtype}) and weight/bias type ({t.dtype}) should be the same: "
-                               "convert one with .to(dtype)")
+    other = [t.dtype for t in (weight, bias) if t is not None and t.dtype != input.dtype]
+    if other:
+        raise RuntimeError(f"Input type ({input.dtype}) and weight/bias type ({other[0]}) should be the same: "
+                           "convert one with .to(dtype)")
     return batched
 
 
