@@ -92,9 +92,8 @@ def _from_groups(a):
 
 
 def _grouped(grad, groups):
-    """`grad` (N, O, *P) as (g, O/g, N*P), contiguous: an upstream gradient may be a broadcast view (strides
-    0), which numpy's matrix product would multiply without BLAS, tens of times slower."""
-    return np.ascontiguousarray(_as_groups(grad, groups).reshape(groups, grad.shape[1] // groups, -1))
+    """`grad` (N, O, *P) as the matrices (g, O/g, N*P) that the gradient products take."""
+    return _as_groups(grad, groups).reshape(groups, grad.shape[1] // groups, -1)
 
 
 def _conv_forward(a, w, stride, dilation, groups):
