@@ -141,13 +141,16 @@ print(json.dumps([tt.optim.SGD is tr.SGD, tt.utils.data.TensorDataset is tr.Tens
         assert kind == "AttributeError" and "06_attention" in message and "./learn export 06" in message, message
 
 
-@pytest.mark.parametrize("name", ["nn.Conv2d", "nn.MaxPool2d", "nn.AvgPool2d", "nn.BatchNorm2d",
-                                  "nn.functional.conv2d", "nn.functional.max_pool2d",
-                                  "nn.functional.avg_pool2d", "nn.functional.batch_norm"])
+@pytest.mark.parametrize("name", ["nn.Conv2d", "nn.MaxPool2d", "nn.AvgPool2d", "nn.BatchNorm2d", "nn.Conv1d",
+                                  "nn.ConvTranspose2d", "nn.BatchNorm1d", "nn.functional.conv2d",
+                                  "nn.functional.max_pool2d", "nn.functional.avg_pool2d", "nn.functional.batch_norm",
+                                  "nn.functional.interpolate"])
 def test_convolution_names_come_from_module_08(name):
+    """From its main notebook (tinytorch.conv) or its companion (tinytorch.conv_more: PyTorch's full arguments)."""
     if (REPO / "tinytorch" / "conv.py").is_file():
-        assert run(REPO, f"import tinytorch as tt, tinytorch.conv as c; "
-                         f"print(json.dumps(tt.{name} is c.{name.rpartition('.')[2]}))")
+        assert run(REPO, f"import tinytorch as tt, tinytorch.conv as c, tinytorch.conv_more as m; "
+                         f"print(json.dumps(any(tt.{name} is getattr(module, '{name.rpartition('.')[2]}', None) "
+                         f"for module in (m, c))))")
     else:
         kind, message = error_of(REPO, f"tt.{name}")
         assert kind == "AttributeError" and "tinytorch.conv" in message and "./learn export 08" in message

@@ -21,12 +21,16 @@ _HERE = _Path(__file__).resolve().parent
 # The package modules that the notebooks export, in course order, with their notebook's number
 # (a module's companion notebook, `NN_name_more.ipynb`, exports `<its module>_more` right after it).
 _NOTEBOOK_OF = {"tensor_base": "01", "strides": "02", "autograd": "03", "autograd_more": "03", "nn": "04",
-               "training": "05", "attention": "06", "transformer": "07", "conv": "08"}
+               "training": "05", "attention": "06", "transformer": "07", "conv": "08", "conv_more": "08"}
 # Names PyTorch keeps in torch.nn / torch.nn.functional that a later notebook defines (name: module).
 _LATER = {
-    "nn": {"Conv2d": "conv", "MaxPool2d": "conv", "AvgPool2d": "conv", "BatchNorm2d": "conv"},
-    "nn.functional": {"scaled_dot_product_attention": "attention", "conv2d": "conv", "max_pool2d": "conv",
-                      "avg_pool2d": "conv", "batch_norm": "conv"},
+    "nn": {"BatchNorm2d": "conv",
+           **dict.fromkeys(["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+                            "MaxPool2d", "AvgPool2d", "MaxUnpool2d", "BatchNorm1d", "BatchNorm3d"], "conv_more")},
+    "nn.functional": {"scaled_dot_product_attention": "attention", "batch_norm": "conv",
+                      **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                                       "conv_transpose3d", "max_pool2d", "avg_pool2d", "max_unpool2d",
+                                       "interpolate"], "conv_more")},
 }
 # Names of hand-written modules at the top level, as PyTorch has them (name: module).
 _HAND_WRITTEN = {"set_num_threads": "parallel", "get_num_threads": "parallel"}
