@@ -441,8 +441,7 @@ class Tensor(BaseTensor):
     # views (module 02 builds transpose, T, mT, flatten, narrow, split, chunk, ... from these)
     def permute(self, *dims): return Permute.apply(self, dims)
     def expand(self, *sizes): return Expand.apply(self, sizes)
-    def view(self, *shape):  # view(dtype), the bytes read as another dtype: the companion's
-        return _tensor_method("view")(self, *shape) if _one_dtype(shape, {}) else View.apply(self, shape)
+    def view(self, *shape): return _tensor_method("view")(self, *shape) if _one_dtype(shape, {}) else View.apply(self, shape)
     def reshape(self, *shape): return Reshape.apply(self, shape)
     def unsqueeze(self, dim): return Unsqueeze.apply(self, dim)
     def squeeze(self, dim=None): return Squeeze.apply(self, dim)
@@ -450,8 +449,7 @@ class Tensor(BaseTensor):
     def contiguous(self): return self if self.is_contiguous() else Contiguous.apply(self)
 
     # reductions
-    def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None):
-        return Sum.apply(self, _axis(dim, axis), keepdim, dtype)
+    def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None): return Sum.apply(self, _axis(dim, axis), keepdim, dtype)
     def mean(self, dim=None, keepdim=False, *, axis=None): return Mean.apply(self, _axis(dim, axis), keepdim)
 
     def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None):

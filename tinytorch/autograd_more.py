@@ -316,7 +316,7 @@ def _index_grid(x, dim, index, name):
     i = index._numpy()
     if i.size and (i.min() < 0 or i.max() >= max(x.shape[d] if x.ndim else 1, 1)):
         bad = i.min() if i.min() < 0 else i.max()
-        raise RuntimeError(f"{name}(): index {bad} is out of bounds for dimension {d} with size "
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size "
                            f"{x.shape[d] if x.ndim else 1}")
     grid = list(np.indices(index.shape, sparse=True))
     if x.ndim:
@@ -685,7 +685,7 @@ def _to(input, *args, dtype=None, device=None, non_blocking=False, copy=False):
         raise TypeError(f"to() received an invalid combination of arguments: {args!r}; expected to(dtype), "
                         "to(device, dtype=None), to(other), with non_blocking= and copy= as keywords")
     _check_device(device)
-    out = input if dtype is None else To.apply(input, dtype)
+    out = input if dtype is None or as_dtype(dtype) is input.dtype else To.apply(input, dtype)
     return out.clone() if copy and out is input else out
 
 
@@ -1005,7 +1005,7 @@ def einsum(equation, *operands):
         for name, n in zip(names, t.shape):
             if mine.setdefault(name, n) != n:
                 raise RuntimeError(f"einsum(): subscript {name} is repeated for operand {k} but the sizes don't "
-                                   f"match, {mine[name]} != {n}")
+                                   f"match, {n} != {mine[name]}")
         for name, n in mine.items():
             seen = sizes.get(name, 1)
             if n != 1 and seen != 1 and n != seen:
