@@ -260,6 +260,7 @@ def test_einsum_keeps_integer_dtype_and_gives_pytorchs_errors():
                        "in [a-zA-Z]"),
         (("ii->i", a), "einsum(): subscript i is repeated for operand 0 but the sizes don't match, 3 != 2")]:
         assert raised(lambda: tt.einsum(*args)) == (RuntimeError, message)
+    assert raised(lambda: tt.einsum(a, [0, 1]))[0] is TypeError  # the sublist form: not supported
 
 
 def cumulative_extreme(a, dim, better):

@@ -983,6 +983,9 @@ def einsum(equation, *operands):
     takes the diagonal (`Diagonal`, a strided view); each operand is laid out over all the letters (permute,
     then size-1 dimensions) and the operands multiply by broadcasting; the letters missing from the output
     are summed. Without `->`, the output is `...` then the letters seen once, in alphabetical order."""
+    if not isinstance(equation, str):
+        raise TypeError("einsum() takes an equation string first, such as einsum('ij,jk->ik', a, b); TinyTorch "
+                        f"has no sublist form einsum(a, [0, 1], ...), got {type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     for at, char in enumerate(equation):
