@@ -779,7 +779,7 @@ class RoundedDiv(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.inputs[:2]
+        b = ctx.inputs[1]
         return np.zeros_like(grad), np.zeros_like(grad) if isinstance(b, BaseTensor) else None, None
 
 
@@ -859,16 +859,16 @@ def _identity(reduce, dtype):
         return 0
     if reduce == "prod":
         return 1
-    info = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
-    low, high = (-np.inf, np.inf) if np.issubdtype(dtype, np.floating) else (info.min, info.max)
-    return low if reduce == "amax" else high
+    if np.issubdtype(dtype, np.floating):
+        return -np.inf if reduce == "amax" else np.inf
+    return np.iinfo(dtype).min if reduce == "amax" else np.iinfo(dtype).max
 
 
 class ScatterReduce(Function):
     """x with each `src` value combined (`reduce`: sum, prod, mean, amax, amin) into the element that
     `index` names along `dim`; `include_self=False` leaves x's own value out where something lands.
-    Gradients: sum passes it, mean divides by the count, prod is the product of the others (no division),
-    amax/amin share it equally between the values equal to the result."""
+    Gradients: sum passes it, mean divides by the count, prod is the product of the others (zeros counted,
+    so that a zero factor gets it exactly), amax/amin share it equally between the values equal to the result."""
 
     @staticmethod
     def forward(ctx, x, dim, index, src, reduce, include_self):
@@ -906,7 +906,7 @@ class ScatterReduce(Function):
         elif reduce == "mean":
             gx = np.where(hit, grad / np.maximum(count, 1), grad)
             gv = gx[grid]
-        elif reduce == "prod":  # the product of the others: the product of the non-zeros, where no other is 0
+        elif reduce == "prod":  # the product of the others, from the product of the non-zeros and their count
             zeros = np.zeros(a.shape, np.int64)
             np.add.at(zeros, grid, values == 0)
             nonzero = np.where(a == 0, 1, a) if include_self else np.ones_like(a)
