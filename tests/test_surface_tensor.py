@@ -248,6 +248,26 @@ def test_einsum_matches_numpy_and_finite_differences(equation, operand_shapes):
     assert ag.gradcheck(lambda *ts: tt.einsum(equation, *ts), tuple(leaf(a) for a in arrays))
 
 
+@st.composite
+def einsum_cases(draw):
+    """A random equation of one to three operands over the letters "abcd" (a letter may repeat within an operand:
+    a diagonal), an output of distinct letters in any order, and one size per letter."""
+    sizes = {c: draw(st.integers(1, 3)) for c in "abcd"}
+    terms = draw(st.lists(st.text("abcd", min_size=0, max_size=3), min_size=1, max_size=3))
+    used = sorted(set("".join(terms)))
+    output = draw(st.permutations(used)).__getitem__(slice(draw(st.integers(0, len(used)))))
+    return f"{','.join(terms)}->{''.join(output)}", [tuple(sizes[c] for c in term) for term in terms]
+
+
+@given(einsum_cases(), st.integers(0, 10 ** 6))
+def test_einsum_of_random_equations(case, seed):
+    equation, operand_shapes = case
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(s) for s in operand_shapes]
+    assert np.allclose(tt.einsum(equation, *[tt.tensor(a) for a in arrays]).numpy(), np.einsum(equation, *arrays))
+    assert ag.gradcheck(lambda *ts: tt.einsum(equation, *ts), tuple(leaf(a) for a in arrays))
+
+
 def test_einsum_keeps_integer_dtype_and_gives_pytorchs_errors():
     assert tt.einsum("i,i->", tt.tensor([1, 2, 3], dtype=tt.int32), tt.tensor([4, 5, 6], dtype=tt.int32)).dtype is tt.int32
     a, b = tt.ones(2, 3), tt.ones(4, 4)
