@@ -13,7 +13,7 @@ from conftest import REPO
 from tinytorch_course.sandbox import package_owners
 from tinytorch_course.workspace import hand_written
 
-NOTEBOOK_MODULES = ["tensor_base", "strides", "autograd", "nn", "training", "attention", "transformer"]
+NOTEBOOK_MODULES = ["tensor_base", "strides", "autograd", "autograd_more", "nn", "training", "attention", "transformer"]
 
 
 def package_until(tmp_path, module_id, modidx=True):
@@ -56,12 +56,13 @@ import sys
 import tinytorch as tt
 eager = sorted(m for m in sys.modules if m.startswith('tinytorch.'))
 import tinytorch.autograd as ag, tinytorch.tensor_base as tb, tinytorch.nn as nn, tinytorch.training as tr
+import tinytorch.autograd_more as more
 x = tt.tensor([1.0, 2.0], requires_grad=True)
 (x * x).sum().backward()
 with tt.no_grad():
     y = x * 2
 print(json.dumps({
-    "eager": eager, "tensor": tt.tensor is ag.tensor, "Tensor": tt.Tensor is ag.Tensor,
+    "eager": eager, "tensor": tt.tensor is more.tensor and type(tt.tensor(1.0)) is ag.Tensor, "Tensor": tt.Tensor is ag.Tensor,
     "grad": x.grad.tolist(), "no_grad": y.requires_grad, "float32": tt.float32 is tb.float32,
     "int64": tt.int64 is tb.int64, "manual_seed": tt.manual_seed is tb.manual_seed,
     "zeros": tt.zeros(2, 3).shape == (2, 3) and type(tt.zeros(2)) is ag.Tensor,

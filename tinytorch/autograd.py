@@ -21,7 +21,7 @@ import numpy as np
 from .tensor_base import DTYPES, _size_arg, contiguous_strides
 from .tensor_base import float32, float64, int32, int64
 from .strides import Tensor as BaseTensor, MaxMin, broadcast_shapes, normalize_dims, reduced_shape, wrap_dim
-from .strides import _split_ints
+from .strides import _axis, _one_dtype, _split_ints
 
 _FLOAT_DTYPES = frozenset(d.numpy_dtype for d in DTYPES if d.is_floating_point)  # those that carry gradients
 
@@ -427,7 +427,8 @@ class Tensor(BaseTensor):
     def log(self): return Log.apply(self)
     def sqrt(self): return Sqrt.apply(self)
     def clone(self): return Clone.apply(self)
-    def to(self, dtype): return To.apply(self, dtype)
+    def to(self, *args, **kwargs):  # a dtype here; a device, another tensor, dtype=, device=: the companion's
+        return To.apply(self, *args) if _one_dtype(args, kwargs) else _tensor_method("to")(self, *args, **kwargs)
 
     def __getitem__(self, index):
         split = _split_ints(index) if type(index) is tuple else None
@@ -440,7 +441,7 @@ class Tensor(BaseTensor):
     # views (module 02 builds transpose, T, mT, flatten, narrow, split, chunk, ... from these)
     def permute(self, *dims): return Permute.apply(self, dims)
     def expand(self, *sizes): return Expand.apply(self, sizes)
-    def view(self, *shape): return View.apply(self, shape)
+    def view(self, *shape): return _tensor_method("view")(self, *shape) if _one_dtype(shape, {}) else View.apply(self, shape)
     def reshape(self, *shape): return Reshape.apply(self, shape)
     def unsqueeze(self, dim): return Unsqueeze.apply(self, dim)
     def squeeze(self, dim=None): return Squeeze.apply(self, dim)
@@ -448,8 +449,8 @@ class Tensor(BaseTensor):
     def contiguous(self): return self if self.is_contiguous() else Contiguous.apply(self)
 
     # reductions
-    def sum(self, dim=None, keepdim=False, dtype=None): return Sum.apply(self, dim, keepdim, dtype)
-    def mean(self, dim=None, keepdim=False): return Mean.apply(self, dim, keepdim)
+    def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None): return Sum.apply(self, _axis(dim, axis), keepdim, dtype)
+    def mean(self, dim=None, keepdim=False, *, axis=None): return Mean.apply(self, _axis(dim, axis), keepdim)
 
     def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
         return Var.apply(self, dim, (1 if unbiased else 0) if correction is None else correction, keepdim)
@@ -457,8 +458,8 @@ class Tensor(BaseTensor):
     def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
-    def max(self, dim=None, keepdim=False): return _extreme(self, "max", dim, keepdim)
-    def min(self, dim=None, keepdim=False): return _extreme(self, "min", dim, keepdim)
+    def max(self, dim=None, keepdim=False, *, axis=None): return _extreme(self, "max", _axis(dim, axis), keepdim)
+    def min(self, dim=None, keepdim=False, *, axis=None): return _extreme(self, "min", _axis(dim, axis), keepdim)
     def maximum(self, other): return Maximum.apply(self, other)
     def minimum(self, other): return Minimum.apply(self, other)
 

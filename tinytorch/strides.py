@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from .tensor_base import as_dtype, bool_, contiguous_strides, int64, plot_layout, result_type, _size_arg
-from .tensor_base import Tensor as BaseTensor
+from .tensor_base import Tensor as BaseTensor, DType, _BY_NAME
 
 # %% ../modules/02_strides/02_strides.ipynb #c78fc00e
 def is_contiguous_layout(shape, strides):
@@ -142,7 +142,7 @@ def basic_index_layout(shape, strides, offset, index):
             d += 1
         elif isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_)):
             if not -shape[d] <= i < shape[d]:
-                raise IndexError(f"index {i} is out of range for dimension {d} with size {shape[d]}")
+                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {shape[d]}")
             if i < 0:
                 i += shape[d]
             offset += i * strides[d]
@@ -389,6 +389,22 @@ def _split_ints(index):
 def _numpy_index(index):
     """`index` with tensors replaced by the numpy arrays that they view."""
     return tuple(i._numpy() if isinstance(i, BaseTensor) else i for i in index)
+
+
+def _axis(dim, axis):
+    """A reduction's dimension, given as `dim` or as `axis` (numpy's name, which PyTorch accepts too)."""
+    if axis is None:
+        return dim
+    if dim is not None:
+        raise TypeError(f"got both dim={dim!r} and axis={axis!r}: axis is another name for dim; pass one")
+    return axis
+
+
+def _one_dtype(args, kwargs):
+    """Whether a method's arguments are one dtype (a `DType` or its name, "float32") and nothing else, as in
+    `x.to(dtype)` and `x.view(dtype)` (module 03's companion reads the other forms)."""
+    return not kwargs and len(args) == 1 and (isinstance(args[0], DType) or isinstance(args[0], str)
+                                              and args[0] in _BY_NAME)
 
 
 class Tensor(BaseTensor):
@@ -687,6 +703,9 @@ class Tensor(BaseTensor):
     @classmethod
     def cat(cls, tensors, dim=0):
         """Join tensors along an existing dimension (sizes must match in every other one)."""
+        for k, t in enumerate(tensors):
+            if t.ndim == 0:
+                raise RuntimeError(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
         tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors[:1])
         if not tensors:
             raise ValueError("cat(): expected a non-empty list of Tensors")  # PyTorch's class here

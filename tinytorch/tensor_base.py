@@ -100,7 +100,7 @@ def storage_index(index, shape, strides, offset):
     """Storage position of element `index` (a tuple of ints, one per dimension).
 
     Negative indices count from the end of their dimension. Raise IndexError if the
-    index has the wrong number of entries or an entry is out of range (the message
+    index has the wrong number of entries or an entry is out of bounds (the message
     names the dimension and its size).
     """
     if len(index) != len(shape):
@@ -109,7 +109,7 @@ def storage_index(index, shape, strides, offset):
     position = offset
     for dim, (i, size, stride) in enumerate(zip(index, shape, strides)):
         if not -size <= i < size:
-            raise IndexError(f"index {i} is out of range for dimension {dim} with size {size}")
+            raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
         if i < 0:
             i += size
         position += i * stride
