@@ -22,8 +22,9 @@ from tinytorch_course.nbgrader_api import CourseError
 from conftest import REPO
 from test_hub import hub_folder, python_open_to_all
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="makes system accounts (useradd) and runs "
-                                                          "commands as them: needs root")
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="makes system accounts (useradd) and runs "
+                                                           "commands as them: needs root"),
+              pytest.mark.xdist_group("accounts")]  # never beside tests/test_hub.py's hub (see there)
 COURSE_ID, ASSIGNMENT = "tinytorch", "ps1"
 HUB_FILES = REPO / "tinytorch_course" / "hub_files"
 

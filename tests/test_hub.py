@@ -38,6 +38,9 @@ from test_browser import CHROMIUM, browser  # noqa: F401  (browser: the fixture,
 from conftest import REPO
 
 SHOTS = REPO / "artifacts" / "hub"
+# One worker runs this file and tests/test_exchange.py: a hub here closes the checkout to other accounts
+# until its test ends, and the exchange's accounts run this checkout's Python.
+pytestmark = pytest.mark.xdist_group("accounts")
 MODULE = "01_tensor"
 
 
@@ -208,6 +211,7 @@ def hub():
     state = os.environ.get("TINYTORCH_HUB_STATE")
     if state:
         shutil.rmtree(Path(state) / "exchange", ignore_errors=True)  # what an earlier class handed in
+    repo_mode = REPO.stat().st_mode  # ./course hub closes the course folder to other accounts
     with python_open_to_all():
         made = Hub(hub_folder(), state=Path(state) if state else None)
         made.ada, made.blaise = made.learners
@@ -215,6 +219,7 @@ def hub():
             yield made
         finally:
             made.remove()
+            REPO.chmod(repo_mode)  # as it was: tests/test_exchange.py's accounts run this checkout's Python
 
 
 def shot(page, name):
