@@ -14,10 +14,15 @@ MODULE, LATER = notebooks.module_ids(REPO)[0], notebooks.module_ids(REPO)[-1]
 def course(tmp_path, monkeypatch):
     """A copy of the course and of its tooling, which the key then reads."""
     root = copy_course(tmp_path / "course")
-    tooling = tmp_path / "tinytorch_course"
-    shutil.copytree(grading_cache.HERE, tooling, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(grading_cache, "HERE", tooling)
+    shutil.copytree(grading_cache.SOURCES / "tinytorch_course", tmp_path / "tooling" / "tinytorch_course",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(grading_cache, "SOURCES", tmp_path / "tooling")
     return root
+
+
+def source(module):
+    """The file of `module` in the copy of the tooling that the key reads."""
+    return grading_cache.source_file(module)
 
 
 def append(path, text):
@@ -29,10 +34,10 @@ def test_the_key_is_the_same_for_an_identical_copy(course):
 
 
 @pytest.mark.parametrize("change", [
-    lambda root: append(grading_cache.HERE / "verdicts.py", "\n# records read differently\n"),
-    lambda root: append(grading_cache.HERE / "kernel_guard.py", "\n# a guard that reports differently\n"),
-    lambda root: append(grading_cache.HERE / "nbcells.py", "\n# imported by notebooks, which verdicts imports\n"),
-    lambda root: append(grading_cache.HERE / "release_run.py", "\n# the stubs' run, read as a cell's source\n"),
+    lambda root: append(source("tinytorch_course.verdicts"), "\n# records read differently\n"),
+    lambda root: append(source("tinytorch_course.kernel_guard"), "\n# a guard that reports differently\n"),
+    lambda root: append(source("tinytorch_course.nbcells"), "\n# imported by notebooks, which verdicts imports\n"),
+    lambda root: append(source("tinytorch_course.release_run"), "\n# the stubs' run, read as a cell's source\n"),
     lambda root: append(root / "tinytorch" / "testing.py", "\n# records written differently\n"),
     lambda root: append(root / "nbgrader_config.py", "\nc.Execute.timeout = 7\n"),
     lambda root: notebooks.notebook_path(root, "modules", MODULE).write_text(
@@ -45,17 +50,18 @@ def test_a_change_of_what_makes_an_entry_changes_its_key(course, change):
 
 
 def test_a_module_newly_imported_by_the_grading_code_is_part_of_the_key(course):
-    (grading_cache.HERE / "records_format.py").write_text("VERSION = 1\n")
-    append(grading_cache.HERE / "verdicts.py", "\nfrom .records_format import VERSION  # noqa\n")
+    records_format = source("tinytorch_course.verdicts").with_name("records_format.py")  # beside verdicts
+    records_format.write_text("VERSION = 1\n")
+    append(source("tinytorch_course.verdicts"), "\nfrom .records_format import VERSION  # noqa\n")
     before = grading_cache.key(course, MODULE)
-    (grading_cache.HERE / "records_format.py").write_text("VERSION = 2\n")
+    records_format.write_text("VERSION = 2\n")
     assert grading_cache.key(course, MODULE) != before
 
 
 @pytest.mark.parametrize("change", [
-    lambda root: append(grading_cache.HERE / "hub.py", "\n# the hub changed\n"),
-    lambda root: append(grading_cache.HERE / "learner.py", "\n# the learner kit changed\n"),
-    lambda root: append(grading_cache.HERE / "intake.py", "\n# collecting changed\n"),
+    lambda root: append(source("tinytorch_course.hub"), "\n# the hub changed\n"),
+    lambda root: append(source("tinytorch_course.learner"), "\n# the learner kit changed\n"),
+    lambda root: append(source("tinytorch_course.intake"), "\n# collecting changed\n"),
     lambda root: append(root / "nbgrader_config.py", "\nc.CourseDirectory.root = '/elsewhere'\n"
                                                      "c.ZipCollectApp.strict = True\n"),
     lambda root: append(root / "settings.ini", "\n# nbdev settings\n"),

@@ -18,29 +18,36 @@ import sys
 from . import notebooks
 from .nbgrader_api import load_config
 
-HERE = Path(__file__).resolve().parent
+# The folder that holds the `tinytorch_course` package (as many levels up as this module's name is deep).
+SOURCES = Path(__file__).resolve().parents[__name__.count(".")]
 # The grading code's entry points: the records are produced by the kernels these start and read by
 # `verdicts`; the kernel's own files and the release run's cell are loaded by path, not imported.
-GRADING_CODE = ["verdicts.py", "sandbox.py", "sandbox_kernel.py", "kernel_main.py", "kernel_guard.py",
-                "release_run.py"]
+GRADING_CODE = ["tinytorch_course.verdicts", "tinytorch_course.sandbox", "tinytorch_course.sandbox_kernel",
+                "tinytorch_course.kernel_main", "tinytorch_course.kernel_guard", "tinytorch_course.release_run"]
 # nbgrader_config.py sections that change how a notebook executes (CourseDirectory paths do not).
 EXECUTION_CONFIG = ["Execute", "RecordingExecute", "SandboxedExecute", "ExecutePreprocessor", "NotebookClient"]
 LIBRARIES = ["numpy", "nbgrader", "nbclient", "ipykernel"]
 
 
+def source_file(module):
+    """The file of module `module` (a dotted name, `tinytorch_course.x`) under `SOURCES`."""
+    return SOURCES.joinpath(*module.split(".")).with_suffix(".py")
+
+
 def grading_code():
-    """The files of `GRADING_CODE` and of every module of this package they import, transitively."""
+    """The files of `GRADING_CODE` and of every module of this package they import (relative imports,
+    at any depth), transitively, as paths relative to `SOURCES`."""
     found, todo = set(), list(GRADING_CODE)
     while todo:
         name = todo.pop()
-        if name in found or not (HERE / name).is_file():
+        if name in found or not source_file(name).is_file():
             continue
         found.add(name)
-        for node in ast.walk(ast.parse((HERE / name).read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                modules = [node.module] if node.module else [alias.name for alias in node.names]
-                todo += [module.split(".")[0] + ".py" for module in modules]
-    return sorted(found)
+        for node in ast.walk(ast.parse(source_file(name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = ".".join(name.split(".")[:-node.level] + ([node.module] if node.module else []))
+                todo += [base] if node.module else [f"{base}.{alias.name}" for alias in node.names]
+    return sorted(source_file(name).relative_to(SOURCES).as_posix() for name in found)
 
 
 def execution_config(root):
@@ -63,7 +70,7 @@ def key(root, module_id, *extra):
     for path in sorted(package.rglob("*.py")):
         add(f"tinytorch/{path.relative_to(package).as_posix()}", path.read_bytes())
     for name in grading_code():
-        add(f"tinytorch_course/{name}", (HERE / name).read_bytes())
+        add(name, (SOURCES / name).read_bytes())
     add("config", execution_config(root).encode())
     versions = [sys.version] + [f"{name} {metadata.version(name)}" for name in LIBRARIES]
     add("versions", "\n".join(versions).encode())
