@@ -22,15 +22,21 @@ from .nbgrader_api import load_config
 SOURCES = Path(__file__).resolve().parents[__name__.count(".")]
 # The grading code's entry points: the records are produced by the kernels these start and read by
 # `verdicts`; the kernel's own files and the release run's cell are loaded by path, not imported.
-GRADING_CODE = ["tinytorch_course.verdicts", "tinytorch_course.sandbox", "tinytorch_course.sandbox_kernel",
-                "tinytorch_course.kernel_main", "tinytorch_course.kernel_guard", "tinytorch_course.release_run"]
+GRADING_CODE = [
+    "tinytorch_course.verdicts",
+    "tinytorch_course.sandbox",
+    "tinytorch_course.sandbox_kernel",
+    "tinytorch_course.kernel_main",
+    "tinytorch_course.kernel_guard",
+    "tinytorch_course.release_run",
+]
 # nbgrader_config.py sections that change how a notebook executes (CourseDirectory paths do not).
 EXECUTION_CONFIG = ["Execute", "RecordingExecute", "SandboxedExecute", "ExecutePreprocessor", "NotebookClient"]
 LIBRARIES = ["numpy", "nbgrader", "nbclient", "ipykernel"]
 
 
 def source_file(module):
-    """The file of module `module` (a dotted name, `tinytorch_course.x`) under `SOURCES`."""
+    """The file of module `module` (a dotted name such as `tinytorch_course.notebooks`) under `SOURCES`."""
     return SOURCES.joinpath(*module.split(".")).with_suffix(".py")
 
 
