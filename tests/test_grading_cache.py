@@ -38,11 +38,13 @@ def test_the_key_is_the_same_for_an_identical_copy(course):
     lambda root: append(source("tinytorch_course.kernel_guard"), "\n# a guard that reports differently\n"),
     lambda root: append(source("tinytorch_course.nbcells"), "\n# imported by notebooks, which verdicts imports\n"),
     lambda root: append(source("tinytorch_course.release_run"), "\n# the stubs' run, read as a cell's source\n"),
+    lambda root: append(source("tinytorch_course.hidden_inputs"), "\n# imported by sandbox, also by module name\n"),
     lambda root: append(root / "tinytorch" / "testing.py", "\n# records written differently\n"),
     lambda root: append(root / "nbgrader_config.py", "\nc.Execute.timeout = 7\n"),
     lambda root: notebooks.notebook_path(root, "modules", MODULE).write_text(
         notebooks.notebook_path(root, "modules", MODULE).read_text().replace("assert_", "assert_ ", 1)),
-], ids=["verdicts", "kernel-guard", "imported-module", "release-run", "testing", "execute-config", "notebook"])
+], ids=["verdicts", "kernel-guard", "imported-module", "release-run", "imported-by-name", "testing", "execute-config",
+        "notebook"])
 def test_a_change_of_what_makes_an_entry_changes_its_key(course, change):
     before = grading_cache.key(course, MODULE)
     change(course)

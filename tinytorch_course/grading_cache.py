@@ -50,9 +50,9 @@ def grading_code():
             continue
         found.add(name)
         for node in ast.walk(ast.parse(source_file(name).read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level:
+            if isinstance(node, ast.ImportFrom) and node.level:  # `from .x import y`: x, or x.y if a module
                 base = ".".join(name.split(".")[:-node.level] + ([node.module] if node.module else []))
-                todo += [base] if node.module else [f"{base}.{alias.name}" for alias in node.names]
+                todo += ([base] if node.module else []) + [f"{base}.{alias.name}" for alias in node.names]
     return sorted(source_file(name).relative_to(SOURCES).as_posix() for name in found)
 
 
