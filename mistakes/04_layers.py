@@ -13,8 +13,8 @@ MISTAKES = [
     Mistake("module", "load_state_dict ignores unexpected keys",
             "if strict and (missing or unexpected):", "if strict and missing:"),
     Mistake("module", "shape mismatches are only caught in strict mode",
-            "if name in own and tuple(np.shape(as_array(value))) != own[name].shape:",
-            "if strict and name in own and tuple(np.shape(as_array(value))) != own[name].shape:"),
+            "if name in own and tuple(np.shape(as_array(value))) != own[name].shape]",
+            "if strict and name in own and tuple(np.shape(as_array(value))) != own[name].shape]"),
     Mistake("linear_function", "the input gradient is computed even when not needed",
             "grad_x = (g @ weight.numpy()).reshape(x.shape) if need_x else None",
             "grad_x = (g @ weight.numpy()).reshape(x.shape)"),
@@ -81,8 +81,12 @@ MISTAKES = [
     Mistake("module", "a module reachable by two paths is yielded twice (no seen set)",
             "            if id(module) in seen:\n                continue\n", ""),
     Mistake("module", "load_state_dict writes values before every shape is checked",
-            "f\"{own[name].shape}\")\n        for name, value in state_dict.items():\n            if name in own:\n",
-            "f\"{own[name].shape}\")\n            if name in own:\n"),
+            "        if wrong:\n            raise _load_error(self, state_dict, own, [], [], wrong)\n"
+            "        for name, value in state_dict.items():\n            if name in own:\n"
+            "                _write(own[name], value)\n",
+            "        for name, value in state_dict.items():\n            if name in own and name not in wrong:\n"
+            "                _write(own[name], value)\n"
+            "        if wrong:\n            raise _load_error(self, state_dict, own, [], [], wrong)\n"),
     Mistake("linear_function", "dL/dx not reshaped back for batched inputs",
             "grad_x = (g @ weight.numpy()).reshape(x.shape) if need_x else None",
             "grad_x = g @ weight.numpy() if need_x else None"),

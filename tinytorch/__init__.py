@@ -21,12 +21,17 @@ _HERE = _Path(__file__).resolve().parent
 # The package modules that the notebooks export, in course order, with their notebook's number
 # (a module's companion notebook, `NN_name_more.ipynb`, exports `<its module>_more` right after it).
 _NOTEBOOK_OF = {"tensor_base": "01", "strides": "02", "autograd": "03", "autograd_more": "03", "nn": "04",
-               "training": "05", "attention": "06", "transformer": "07", "conv": "08"}
-# Names PyTorch keeps in torch.nn / torch.nn.functional that a later notebook defines (name: module).
+               "nn_more": "04", "training": "05", "attention": "06", "transformer": "07", "conv": "08"}
+# Names PyTorch keeps in torch.nn / torch.nn.functional that a later notebook defines (name: module);
+# in tinytorch.nn.functional, the later module's version of a name nn.py has too wins once exported
+# (module 04's companion gives nll_loss, cross_entropy and pad in full).
 _LATER = {
-    "nn": {"Conv2d": "conv", "MaxPool2d": "conv", "AvgPool2d": "conv", "BatchNorm2d": "conv"},
+    "nn": {"Conv2d": "conv", "MaxPool2d": "conv", "AvgPool2d": "conv", "BatchNorm2d": "conv",
+           "NLLLoss": "nn_more", "BCELoss": "nn_more", "Hardsigmoid": "nn_more", "Softsign": "nn_more"},
     "nn.functional": {"scaled_dot_product_attention": "attention", "conv2d": "conv", "max_pool2d": "conv",
-                      "avg_pool2d": "conv", "batch_norm": "conv"},
+                      "avg_pool2d": "conv", "batch_norm": "conv", "nll_loss": "nn_more",
+                      "cross_entropy": "nn_more", "pad": "nn_more", "binary_cross_entropy": "nn_more",
+                      "hardsigmoid": "nn_more", "softsign": "nn_more"},
 }
 # Names of hand-written modules at the top level, as PyTorch has them (name: module).
 _HAND_WRITTEN = {"set_num_threads": "parallel", "get_num_threads": "parallel"}
@@ -139,6 +144,12 @@ def _later_attribute(namespace):
             raise _not_exported(module, f"tinytorch.{namespace}.{name}")
         return getattr(_importlib.import_module(f"{__name__}.{module}"), name)
     return __getattr__
+
+
+def _later_exported(namespace):
+    """The names of `_LATER[namespace]` whose module is exported: `tinytorch.<namespace>` leaves them to
+    its `__getattr__`, so that a later module's fuller version of a name wins."""
+    return {name for name, module in _LATER.get(namespace, {}).items() if _exported(module)}
 
 
 def _later_dir(namespace, names):
