@@ -12,7 +12,7 @@ from .nn import (Module, CrossEntropyFunction, LogSoftmaxFunction, NLLLossFuncti
                           _reduce, _reduce_grad)
 from .nn import pad as _constant_pad
 
-# %% ../modules/04_layers/04_layers_more.ipynb #4fdfe63b
+# %% ../modules/04_layers/04_layers_more.ipynb #70db6fa4
 def _reduction(reduction, size_average, reduce):
     """`reduction`, after refusing PyTorch's deprecated `size_average`/`reduce` arguments."""
     if size_average is not None or reduce is not None:
@@ -33,12 +33,12 @@ def _rows(input, target):
             raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported (input {shape}, "
                                f"target {y.shape})")
         return input.reshape(1, shape[0]), y.reshape(1), ()
-    if len(shape) == 2 and y.ndim != 1:
-        raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported (input {shape}, "
-                           f"target {y.shape})")
     if not y.ndim or y.shape[0] != shape[0]:
         raise ValueError(f"Expected input batch_size ({shape[0]}) to match target batch_size "
                          f"({y.shape[0] if y.ndim else 0}).")
+    if len(shape) == 2 and y.ndim != 1:
+        raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported (input {shape}, "
+                           f"target {y.shape})")
     if y.shape != shape[:1] + shape[2:]:
         raise RuntimeError(f"Expected target size {list(shape[:1] + shape[2:])}, got {list(y.shape)}")
     if len(shape) == 2:
@@ -137,7 +137,7 @@ class NLLLoss(Module):
     def forward(self, input, target):
         return nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
-# %% ../modules/04_layers/04_layers_more.ipynb #e8681f8a
+# %% ../modules/04_layers/04_layers_more.ipynb #d7d8303e
 _EPS = 1e-12
 
 
@@ -163,7 +163,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """Binary cross-entropy of probabilities `input` against `target` (like
     `torch.nn.functional.binary_cross_entropy`), logs clamped at -100 as PyTorch does."""
     reduction = _reduction(reduction, size_average, reduce)
-    a, t = input.numpy(), np.asarray(as_array(target))
+    a, t = as_array(input), np.asarray(as_array(target))
     if t.shape != a.shape:
         raise ValueError(f"Using a target size (torch.Size({list(t.shape)})) that is different to the input size "
                          f"(torch.Size({list(a.shape)})) is deprecated. Please ensure they have the same size.")
@@ -221,7 +221,7 @@ class Hardsigmoid(Module):
 class Softsign(Module):
     def forward(self, x): return softsign(x)
 
-# %% ../modules/04_layers/04_layers_more.ipynb #9e200172
+# %% ../modules/04_layers/04_layers_more.ipynb #750bb8ca
 _MODES = ("constant", "reflect", "replicate", "circular")
 
 
@@ -269,6 +269,9 @@ def _check_mode_pad(shape, pad, mode):
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if 0 in shape[len(shape) - k - 1:]:
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
+                           f"other non-zero dimensions for input, but got: {list(shape)}")
     for j in range(k):
         axis, (lo, hi) = len(shape) - 1 - j, pad[2 * j:2 * j + 2]
         n = shape[axis]
@@ -278,9 +281,9 @@ def _check_mode_pad(shape, pad, mode):
                                f"{list(shape)}")
         if mode == "circular" and max(lo, hi) > n - max(-lo, 0) - max(-hi, 0):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        if n == 0 or n + lo + hi < 0:
-            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
-                               f"other non-zero dimensions for input, but got: {list(shape)}")
+        if n + lo + hi < 0:
+            raise RuntimeError(f"padding ({lo}, {hi}) of dimension {axis} of input {list(shape)} leaves "
+                               f"{n + lo + hi} elements")
 
 
 def pad(input, pad, mode="constant", value=None):
