@@ -160,6 +160,23 @@ class Module:
         fn(self)
         return self
 
+    def to(self, *args, **kwargs):
+        """As PyTorch's `Module.to(device)`, `.to(dtype)`: each floating-point parameter and buffer goes
+        through `Tensor.to(*args, **kwargs)`; a tensor that changes is replaced in every module holding
+        it (a tied weight stays one tensor). Returns self (given)."""
+        done = {}
+        for module in self.modules():
+            for name in [*module._parameters, *module._buffers]:
+                old = module.__dict__.get(name)
+                if old is None or not old.dtype.is_floating_point:
+                    continue
+                if id(old) not in done:
+                    new = old.detach().to(*args, **kwargs)
+                    done[id(old)] = old if new.dtype is old.dtype else \
+                        Parameter(new) if name in module._parameters else new
+                setattr(module, name, done[id(old)])
+        return self
+
     def named_modules(self, prefix=""):
         """Yield (name, module) for this module and every submodule, depth first, each object once."""
         ### BEGIN SOLUTION
