@@ -173,6 +173,19 @@ def test_cross_entropy_over_spatial_axes_and_with_weight_matches_numpy(smoothing
                                                label_smoothing=smoothing, reduction=reduction), (t64(z),))
 
 
+def test_loss_modules_take_pytorch_s_arguments_and_keep_the_weight_as_a_buffer():
+    rng = np.random.default_rng(8)
+    z, y, w = rng.standard_normal((4, 3, 2)), rng.integers(0, 3, (4, 2)), np.array([0.2, 1.0, 3.0])
+    loss = nn.CrossEntropyLoss(Tensor.tensor(w), None, -100, None, "sum")(t64(z, False), Tensor.tensor(y))
+    assert np.isclose(loss.item(), weighted_nll_np(log_softmax_np(z, 1), y, w, -100, "sum"))
+    nll = nn.NLLLoss(Tensor.tensor(w), reduction="none")(t64(log_softmax_np(z, 1), False), Tensor.tensor(y))
+    assert np.allclose(nll.numpy(), weighted_nll_np(log_softmax_np(z, 1), y, w, -100, "none"))
+    for module in (nn.CrossEntropyLoss, nn.NLLLoss, nn.BCELoss):
+        assert list(module(Tensor.tensor(w)).state_dict()) == ["weight"] and list(module().state_dict()) == []
+    with pytest.raises(NotImplementedError, match="deprecated"):
+        nn.CrossEntropyLoss(size_average=True)(t64(z, False), Tensor.tensor(y))
+
+
 def test_cross_entropy_with_probabilities_over_spatial_axes_matches_numpy():
     rng = np.random.default_rng(3)
     z = rng.standard_normal((2, 3, 5))

@@ -1092,13 +1092,19 @@ def pad(input, pad, mode="constant", value=0.0):
 
 
 class CrossEntropyLoss(Module):
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """PyTorch's arguments; `weight` (kept as a buffer, as PyTorch does) needs the companion's F.cross_entropy."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
         super().__init__()
+        self.register_buffer("weight", weight)
         self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+        self.legacy = {k: v for k, v in dict(size_average=size_average, reduce=reduce).items() if v is not None}
 
     def forward(self, input, target):
-        return functional.cross_entropy(input, target, ignore_index=self.ignore_index,
-                                        label_smoothing=self.label_smoothing, reduction=self.reduction)
+        weight = {} if self.weight is None else {"weight": self.weight}
+        return functional.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+                                        label_smoothing=self.label_smoothing, **weight, **self.legacy)
 
 
 class MSELoss(Module):

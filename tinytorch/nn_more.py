@@ -127,17 +127,17 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         smooth = smooth.sum() / np.where(y != ignore_index, w[np.where(y != ignore_index, y, 0)], 0).sum()
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / x.shape[1])
 
-# %% ../modules/04_layers/04_layers_more.ipynb #8f71cf01
+# %% ../modules/04_layers/04_layers_more.ipynb #4d9670d8
 class NLLLoss(Module):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         super().__init__()
-        self.weight, self.ignore_index = weight, ignore_index
-        self.reduction = _reduction(reduction, size_average, reduce)
+        self.register_buffer("weight", weight)  # as PyTorch: in the state dict when given
+        self.ignore_index, self.reduction = ignore_index, _reduction(reduction, size_average, reduce)
 
     def forward(self, input, target):
         return nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
-# %% ../modules/04_layers/04_layers_more.ipynb #d7d8303e
+# %% ../modules/04_layers/04_layers_more.ipynb #4de4c77d
 _EPS = 1e-12
 
 
@@ -181,7 +181,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 class BCELoss(Module):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        self.weight, self.reduction = weight, _reduction(reduction, size_average, reduce)
+        self.register_buffer("weight", weight)
+        self.reduction = _reduction(reduction, size_average, reduce)
 
     def forward(self, input, target):
         return binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
