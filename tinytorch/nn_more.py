@@ -4,15 +4,14 @@
 __all__ = ['nll_loss', 'cross_entropy', 'NLLLoss', 'BinaryCrossEntropyFunction', 'binary_cross_entropy', 'BCELoss',
            'HardsigmoidFunction', 'hardsigmoid', 'softsign', 'Hardsigmoid', 'Softsign', 'IndexPadFunction', 'pad']
 
-# %% ../modules/04_layers/04_layers_more.ipynb #a579fb8d
+# %% ../modules/04_layers/04_layers_more.ipynb #a6ed40b7
 import numpy as np
 
 from .autograd import Function, Tensor, as_array
-from .nn import (Module, CrossEntropyFunction, LogSoftmaxFunction, NLLLossFunction, _REDUCTIONS,
-                          _reduce, _reduce_grad)
-from .nn import pad as _constant_pad
+from .nn import Module, CrossEntropyFunction, LogSoftmaxFunction, NLLLossFunction
+from .nn import _REDUCTIONS, _reduce, _reduce_grad, pad as _constant_pad
 
-# %% ../modules/04_layers/04_layers_more.ipynb #70db6fa4
+# %% ../modules/04_layers/04_layers_more.ipynb #66e3340b
 def _reduction(reduction, size_average, reduce):
     """`reduction`, after refusing PyTorch's deprecated `size_average`/`reduce` arguments."""
     if size_average is not None or reduce is not None:
@@ -28,17 +27,17 @@ def _rows(input, target):
     input `(N, C, d1, ...)` with target `(N, d1, ...)`, `(N, C)` with `(N,)`, or `(C,)` with `()`."""
     y = np.asarray(as_array(target))
     shape = tuple(input.shape)
+    multi_target = RuntimeError(f"0D or 1D target tensor expected, multi-target not supported (input {shape}, "
+                                f"target {y.shape})")
     if len(shape) == 1:
         if y.ndim > 1 or y.size != 1:
-            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported (input {shape}, "
-                               f"target {y.shape})")
+            raise multi_target
         return input.reshape(1, shape[0]), y.reshape(1), ()
     if not y.ndim or y.shape[0] != shape[0]:
         raise ValueError(f"Expected input batch_size ({shape[0]}) to match target batch_size "
                          f"({y.shape[0] if y.ndim else 0}).")
     if len(shape) == 2 and y.ndim != 1:
-        raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported (input {shape}, "
-                           f"target {y.shape})")
+        raise multi_target
     if y.shape != shape[:1] + shape[2:]:
         raise RuntimeError(f"Expected target size {list(shape[:1] + shape[2:])}, got {list(y.shape)}")
     if len(shape) == 2:
@@ -56,10 +55,16 @@ def _class_weights(weight, classes, dtype):
     return w
 
 
+def _row_weights(y, weight, ignore_index):
+    """The weight of each row's target class (0 for an ignored row)."""
+    keep = y != ignore_index
+    return np.where(keep, weight[np.where(keep, y, 0)], 0).astype(weight.dtype)
+
+
 def _weighted(rows, y, weight, ignore_index, reduction, shape):
     """Per-row losses `rows` (0 where ignored) scaled by the weight of each row's class, then reduced:
     the mean divides by the sum of the weights of the rows that count."""
-    w = np.where(y != ignore_index, weight[np.where(y != ignore_index, y, 0)], 0).astype(weight.dtype)
+    w = _row_weights(y, weight, ignore_index)
     rows = rows * Tensor._from_array(w)
     if reduction == "none":
         return rows.reshape(shape)
@@ -81,7 +86,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     w = _class_weights(weight, x.shape[1], as_array(x).dtype)
     return _weighted(NLLLossFunction.apply(x, y, ignore_index, "none"), y, w, ignore_index, reduction, shape)
 
-# %% ../modules/04_layers/04_layers_more.ipynb #aa84b4c8
+# %% ../modules/04_layers/04_layers_more.ipynb #8a47a41e
 def _probability_targets(input, probs, weight, reduction, label_smoothing):
     """Cross-entropy against class probabilities `probs` (the input's shape), recorded op by op."""
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
@@ -124,7 +129,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     elif reduction == "sum":
         smooth = smooth.sum()
     else:
-        smooth = smooth.sum() / np.where(y != ignore_index, w[np.where(y != ignore_index, y, 0)], 0).sum()
+        smooth = smooth.sum() / _row_weights(y, w, ignore_index).sum()
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / x.shape[1])
 
 # %% ../modules/04_layers/04_layers_more.ipynb #4d9670d8
