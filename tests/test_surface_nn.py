@@ -200,14 +200,14 @@ def test_cross_entropy_with_probabilities_over_spatial_axes_matches_numpy():
 
 SHAPE_CASES = [((3, 4), (2,)), ((3, 4), (1, 3)), ((2, 4, 5), (2, 3)), ((2, 4, 5), (2,)), ((2, 3, 4), (3, 4)),
                ((3, 4), (3, 5))]
+SHAPE_ERRORS = [ValueError, ValueError, RuntimeError, RuntimeError, ValueError, RuntimeError]  # PyTorch 2.13's
 
 
-@pytest.mark.parametrize("input_shape, target_shape", SHAPE_CASES)
-def test_a_bad_target_shape_raises_pytorch_s_error(input_shape, target_shape):
+@pytest.mark.parametrize("input_shape, target_shape, want", [(*case, kind) for case, kind in zip(SHAPE_CASES, SHAPE_ERRORS)])
+def test_a_bad_target_shape_raises_pytorch_s_error(input_shape, target_shape, want):
     x = Tensor.zeros(*input_shape)
     y = np.zeros(target_shape, dtype=np.int64)
     kind, message = raised(F.cross_entropy, x, y)
-    want = ValueError if "batch_size" in message else RuntimeError
     assert kind is want and str(list(target_shape)[0]) in message
     assert raised(F.nll_loss, x, y)[0] is kind
     assert raised(F.nll_loss, x, np.zeros(target_shape))[0] is kind  # the shape is checked before the dtype
