@@ -141,12 +141,12 @@ class Module:
         self._buffers[name] = persistent
         object.__setattr__(self, name, tensor)
 
-    def named_buffers(self, prefix="", persistent_only=False):
+    def named_buffers(self, prefix=""):
         """Yield (name, buffer) for every buffer of the tree (given)."""
         for module_name, module in self.named_modules(prefix):
-            for name, persistent in module._buffers.items():
+            for name in module._buffers:
                 value = module.__dict__.get(name)
-                if value is not None and (persistent or not persistent_only):
+                if value is not None:
                     yield _join(module_name, name), value
 
     def buffers(self):
