@@ -23,8 +23,8 @@ MISTAKES = [
             says="in strict mode, a state dict with names the model does not have loads without complaint: strict "
                  "loading rejects extra names as well as missing ones."),
     Mistake("module", "shape mismatches are only caught in strict mode",
-            "if name in own and tuple(np.shape(as_array(value))) != own[name].shape:",
-            "if strict and name in own and tuple(np.shape(as_array(value))) != own[name].shape:",
+            "if name in own and tuple(np.shape(as_array(value))) != own[name].shape]",
+            "if strict and name in own and tuple(np.shape(as_array(value))) != own[name].shape]",
             says="a value of the wrong shape is accepted when strict=False: the shape check holds in both modes; "
                  "strict only decides about missing and unexpected names."),
     Mistake("linear_function", "the input gradient is computed even when not needed",
@@ -153,8 +153,12 @@ MISTAKES = [
             says="a module object assigned under two names is yielded twice by named_modules(): it should come once, "
                  "under the first name the walk reaches."),
     Mistake("module", "load_state_dict writes values before every shape is checked",
-            "f\"{own[name].shape}\")\n        for name, value in state_dict.items():\n            if name in own:\n",
-            "f\"{own[name].shape}\")\n            if name in own:\n",
+            "        if wrong:\n            raise _load_error(self, state_dict, own, [], [], wrong)\n"
+            "        for name, value in state_dict.items():\n            if name in own:\n"
+            "                _write(own[name], value)\n",
+            "        for name, value in state_dict.items():\n            if name in own and name not in wrong:\n"
+            "                _write(own[name], value)\n"
+            "        if wrong:\n            raise _load_error(self, state_dict, own, [], [], wrong)\n",
             says="when one value of a state dict has the wrong shape, some parameters are already overwritten before "
                  "the error: check every entry first, then copy."),
     Mistake("linear_function", "dL/dx not reshaped back for batched inputs",

@@ -13,7 +13,8 @@ from conftest import REPO
 from tinytorch_course.sandbox import package_owners
 from tinytorch_course.workspace import hand_written
 
-NOTEBOOK_MODULES = ["tensor_base", "strides", "autograd", "autograd_more", "nn", "training", "attention", "transformer"]
+NOTEBOOK_MODULES = ["tensor_base", "strides", "autograd", "autograd_more", "nn", "nn_more", "training", "attention",
+                    "transformer"]
 
 
 def package_until(tmp_path, module_id, modidx=True):

@@ -10,15 +10,16 @@ import pytest
 import tinytorch
 
 GPT_FILE = Path(__file__).parent / "pytorch_style" / "gpt.py"
+TIED_FILE = Path(__file__).parent / "pytorch_style" / "gpt_tied.py"
 # what the file may import, and what stands in for it
 ALIASES = {"torch": "tinytorch", "torch.nn": "tinytorch.nn", "torch.nn.functional": "tinytorch.nn.functional",
            "torch.optim": "tinytorch.optim"}
 STEPS, LR, DECAY = 8, 1e-2, 0.1
 
 
-def load_model_file(on_tinytorch):
-    """gpt.py as a fresh module, importing tinytorch under torch's names (or the real torch)."""
-    name = f"pytorch_style_gpt_{'tinytorch' if on_tinytorch else 'torch'}"
+def load_model_file(on_tinytorch, path=GPT_FILE):
+    """A model file (gpt.py) as a fresh module, importing tinytorch under torch's names (or the real torch)."""
+    name = f"pytorch_style_{path.stem}_{'tinytorch' if on_tinytorch else 'torch'}"
     saved = {key: sys.modules.get(key) for key in [*ALIASES, name]}
     try:
         if on_tinytorch:
@@ -29,7 +30,7 @@ def load_model_file(on_tinytorch):
                 if saved[alias] is not None and saved[alias].__name__.startswith("tinytorch"):
                     del sys.modules[alias]
             importlib.import_module("torch")
-        spec = importlib.util.spec_from_file_location(name, GPT_FILE)
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up
         spec.loader.exec_module(module)
@@ -112,3 +113,68 @@ def test_model_file_samples_with_top_k_on_tinytorch():
     tokens = np.asarray(model.generate(tinytorch.tensor(np.array([[1, 2]], dtype=np.int64)), 8, temperature=0.8,
                                        top_k=5, sample=True).tolist())
     assert tokens.shape == (1, 10) and tokens.min() >= 0 and tokens.max() < 32
+
+
+# --- gpt_tied.py: a device variable, dtype=torch.long, torch.pow, a buffer, tied weights, state dicts ----
+
+DEVICE_NAMES = ("long", "pow", "device", "cuda")  # module 03's companion gives them (with device=)
+needs_device_names = pytest.mark.xfail(not all(hasattr(tinytorch, name) for name in DEVICE_NAMES), strict=False,
+                                       reason="needs pt-tensor's names (tt.long, tt.pow, tt.device, tt.cuda, device=)")
+
+
+def tied_batch(seed=0, batch=3, length=8, vocab=29):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, vocab, (batch, length)), rng.integers(0, vocab, (batch, length))
+
+
+@needs_device_names
+def test_tied_file_keeps_its_tie_and_buffers_through_state_dicts_and_its_gradients_are_right():
+    gpt = load_model_file(on_tinytorch=True, path=TIED_FILE)
+    tinytorch.manual_seed(0)
+    model = gpt.build()
+    state = model.state_dict()
+    masks = [f"transformer.h.{i}.attn.mask" for i in range(model.cfg.n_layer)]
+    assert {"lm_head.weight", "transformer.wte.weight", *masks} <= set(state)
+    assert len(state) == len(list(model.parameters())) + 1 + len(masks)  # the tied matrix under two names
+    x, y = (tinytorch.tensor(a) for a in tied_batch())
+    copy = gpt.save_and_reload(model)
+    assert copy.lm_head.weight is copy.transformer.wte.weight
+    assert copy(x, y)[1].item() == model(x, y)[1].item()
+    with pytest.raises(RuntimeError, match="size mismatch for lm_head.weight"):
+        copy.load_state_dict(dict(state, **{"lm_head.weight": np.zeros((3, model.cfg.n_embd))}))
+    # gradients against central differences, in float64, where the tied matrix gets both of its uses
+    model.to(tinytorch.float64)
+    assert model.lm_head.weight.dtype is tinytorch.float64 and model.lm_head.weight is model.transformer.wte.weight
+    model(x, y)[1].backward()
+    rng = np.random.default_rng(1)
+    for name, p in model.named_parameters():
+        values = p.detach().numpy()
+        for flat in rng.choice(values.size, 2, replace=False):
+            i = np.unravel_index(flat, values.shape)
+            old = values[i]
+            values[i] = old + 1e-6
+            up = model(x, y)[1].item()
+            values[i] = old - 1e-6
+            down = model(x, y)[1].item()
+            values[i] = old
+            assert np.isclose(p.grad.numpy()[i], (up - down) / 2e-6, rtol=1e-4, atol=1e-8), (name, i)
+
+
+@needs_device_names
+def test_tied_file_matches_pytorch_and_each_loads_the_other_s_state_dict():
+    torch = pytest.importorskip("torch")
+    gpt, torch_gpt = load_model_file(on_tinytorch=True, path=TIED_FILE), load_model_file(False, TIED_FILE)
+    tinytorch.manual_seed(0)
+    ours, theirs = gpt.build(), torch_gpt.build()
+    theirs.load_state_dict({name: torch.tensor(value.numpy()) for name, value in ours.state_dict().items()})
+    mine = gpt.build()
+    mine.load_state_dict(theirs.state_dict())  # PyTorch's own dict: the tied matrix twice, the masks, strict
+    x, y = tied_batch(2)
+    ours_loss, their_loss = mine(tinytorch.tensor(x), tinytorch.tensor(y))[1], theirs(torch.tensor(x), torch.tensor(y))[1]
+    assert abs(ours_loss.item() - their_loss.item()) < 1e-4
+    ours_loss.backward()
+    their_loss.backward()
+    theirs_grads = dict(theirs.named_parameters())
+    assert [n for n, _ in mine.named_parameters()] == list(theirs_grads)
+    for name, p in mine.named_parameters():
+        assert np.allclose(p.grad.numpy(), theirs_grads[name].grad.numpy(), rtol=0, atol=1e-4), name

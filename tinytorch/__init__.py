@@ -21,13 +21,19 @@ _HERE = _Path(__file__).resolve().parent
 # The package modules that the notebooks export, in course order, with their notebook's number
 # (a module's companion notebook, `NN_name_more.ipynb`, exports `<its module>_more` right after it).
 _NOTEBOOK_OF = {"tensor_base": "01", "strides": "02", "autograd": "03", "autograd_more": "03", "nn": "04",
-               "training": "05", "attention": "06", "transformer": "07", "conv": "08", "conv_more": "08"}
-# Names PyTorch keeps in torch.nn / torch.nn.functional that a later notebook defines (name: module).
+               "nn_more": "04", "training": "05", "attention": "06", "transformer": "07", "conv": "08",
+               "conv_more": "08"}
+# Names PyTorch keeps in torch.nn / torch.nn.functional that a later notebook defines (name: module);
+# in tinytorch.nn.functional, the later module's version of a name nn.py has too wins once exported
+# (module 04's companion gives nll_loss, cross_entropy and pad in full).
 _LATER = {
     "nn": {"BatchNorm2d": "conv",
+           "NLLLoss": "nn_more", "BCELoss": "nn_more", "Hardsigmoid": "nn_more", "Softsign": "nn_more",
            **dict.fromkeys(["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
                             "MaxPool2d", "AvgPool2d", "MaxUnpool2d", "BatchNorm1d", "BatchNorm3d"], "conv_more")},
-    "nn.functional": {"scaled_dot_product_attention": "attention", "batch_norm": "conv",
+    "nn.functional": {"scaled_dot_product_attention": "attention", "batch_norm": "conv", "nll_loss": "nn_more",
+                      "cross_entropy": "nn_more", "pad": "nn_more", "binary_cross_entropy": "nn_more",
+                      "hardsigmoid": "nn_more", "softsign": "nn_more",
                       **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                                        "conv_transpose3d", "max_pool2d", "avg_pool2d", "max_unpool2d",
                                        "interpolate"], "conv_more")},
@@ -143,6 +149,12 @@ def _later_attribute(namespace):
             raise _not_exported(module, f"tinytorch.{namespace}.{name}")
         return getattr(_importlib.import_module(f"{__name__}.{module}"), name)
     return __getattr__
+
+
+def _later_exported(namespace):
+    """The names of `_LATER[namespace]` whose module is exported: `tinytorch.<namespace>` leaves them to
+    its `__getattr__`, so that a later module's fuller version of a name wins."""
+    return {name for name, module in _LATER.get(namespace, {}).items() if _exported(module)}
 
 
 def _later_dir(namespace, names):

@@ -24,7 +24,7 @@ from .tensor_base import Tensor as BaseTensor, default_generator
 from .autograd import Function, Tensor, as_array, no_grad
 from .strides import wrap_dim
 from .parallel import CACHE_BLOCK_ELEMENTS, map_chunks, split_rows
-from . import _later_attribute
+from . import _later_attribute, _later_exported
 
 
 # %% ../modules/04_layers/04_layers.ipynb #703915dd
@@ -73,6 +73,17 @@ def _join(prefix, name):
 
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
+
+
+def _load_error(module, state_dict, own, missing, unexpected, wrong):
+    """PyTorch's RuntimeError for a state dict that does not fit `module` (given): the missing and the
+    unexpected keys, then each key in `wrong` with both shapes (`own`: the model's tensors by name)."""
+    size = lambda shape: f"torch.Size({list(shape)})"
+    errors = [f"{what} key(s) in state_dict: " + ", ".join(f'"{k}"' for k in keys) + ". "
+              for what, keys in (("Missing", missing), ("Unexpected", unexpected)) if keys]
+    errors += [f"size mismatch for {name}: copying a param with shape {size(np.shape(as_array(state_dict[name])))}"
+               f" from checkpoint, the shape in current model is {size(own[name].shape)}." for name in wrong]
+    return RuntimeError(f"Error(s) in loading state_dict for {type(module).__name__}:\n\t" + "\n\t".join(errors))
 
 
 class Module:
@@ -130,12 +141,12 @@ class Module:
         self._buffers[name] = persistent
         object.__setattr__(self, name, tensor)
 
-    def named_buffers(self, prefix="", persistent_only=False):
+    def named_buffers(self, prefix=""):
         """Yield (name, buffer) for every buffer of the tree (given)."""
         for module_name, module in self.named_modules(prefix):
-            for name, persistent in module._buffers.items():
+            for name in module._buffers:
                 value = module.__dict__.get(name)
-                if value is not None and (persistent or not persistent_only):
+                if value is not None:
                     yield _join(module_name, name), value
 
     def buffers(self):
@@ -147,6 +158,23 @@ class Module:
         for m in self.children():
             m.apply(fn)
         fn(self)
+        return self
+
+    def to(self, *args, **kwargs):
+        """As PyTorch's `Module.to(device)`, `.to(dtype)`: each floating-point parameter and buffer goes
+        through `Tensor.to(*args, **kwargs)`; a tensor that changes is replaced in every module holding
+        it (a tied weight stays one tensor). Returns self (given)."""
+        done = {}
+        for module in self.modules():
+            for name in [*module._parameters, *module._buffers]:
+                old = module.__dict__.get(name)
+                if old is None or not old.dtype.is_floating_point:
+                    continue
+                if id(old) not in done:
+                    new = old.detach().to(*args, **kwargs)
+                    done[id(old)] = old if new.dtype is old.dtype else \
+                        Parameter(new) if name in module._parameters else new
+                setattr(module, name, done[id(old)])
         return self
 
     def named_modules(self, prefix=""):
@@ -220,32 +248,39 @@ class Module:
         body = ([extra] if extra else []) + lines
         return f"{type(self).__name__}(\n  " + "\n  ".join(body) + "\n)"
 
+    def _state_entries(self, prefix=""):
+        """(name, tensor) for each entry of the state dict as PyTorch lists them: a module's parameters, its
+        persistent buffers, then its submodules', under every name (a tied weight twice) (given)."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                yield _join(prefix, name), p
+        for name, persistent in self._buffers.items():
+            if persistent and self.__dict__.get(name) is not None:
+                yield _join(prefix, name), self.__dict__[name]
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m._state_entries(_join(prefix, name))
+
     def state_dict(self):
         """`state`: the parameters by name (`named_parameters` order), each detached; the given last
-        line adds the buffers."""
+        line adds what PyTorch's state dict holds too: the buffers, and a tied weight's other names."""
         ### BEGIN SOLUTION
         state = {name: p.detach() for name, p in self.named_parameters()}
         ### END SOLUTION
-        return {**state, **{name: b.detach() for name, b in self.named_buffers(persistent_only=True)}}
+        return {**state, **{name: t.detach() for name, t in self._state_entries() if name not in state}}
 
     def load_state_dict(self, state_dict, strict=True):
-        """Copy the values of `state_dict` into the parameters (see the text). Returns a LoadResult."""
-        buffers = dict(self.named_buffers(persistent_only=True))  # given: the buffers load here
-        for name in buffers.keys() & state_dict.keys():
-            _write(buffers[name], state_dict[name])
-        state_dict = {name: value for name, value in state_dict.items() if name not in buffers}
+        """Copy the values of `state_dict` into the parameters and buffers (see the text). Returns a LoadResult."""
+        own = dict(self._state_entries())  # given: the names state_dict() gives, each with its tensor
         ### BEGIN SOLUTION
-        own = dict(self.named_parameters())
         missing = [name for name in own if name not in state_dict]
         unexpected = [name for name in state_dict if name not in own]
+        wrong = [name for name, value in state_dict.items()
+                 if name in own and tuple(np.shape(as_array(value))) != own[name].shape]
         if strict and (missing or unexpected):
-            raise KeyError(f"error loading the state dict of {type(self).__name__}: "
-                           f"missing keys {missing}, unexpected keys {unexpected}")
-        for name, value in state_dict.items():
-            if name in own and tuple(np.shape(as_array(value))) != own[name].shape:
-                raise ValueError(f"size mismatch for {name}: the state dict has shape "
-                                 f"{tuple(np.shape(as_array(value)))}, the parameter has shape "
-                                 f"{own[name].shape}")
+            raise _load_error(self, state_dict, own, missing, unexpected, wrong)
+        if wrong:
+            raise _load_error(self, state_dict, own, [], [], wrong)
         for name, value in state_dict.items():
             if name in own:
                 _write(own[name], value)
@@ -1057,12 +1092,19 @@ def pad(input, pad, mode="constant", value=0.0):
 
 
 class CrossEntropyLoss(Module):
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """PyTorch's arguments; `weight` (kept as a buffer, as PyTorch does) needs the companion's F.cross_entropy."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
         super().__init__()
+        self.register_buffer("weight", weight)
         self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+        self.legacy = {k: v for k, v in dict(size_average=size_average, reduce=reduce).items() if v is not None}
 
     def forward(self, input, target):
-        return cross_entropy(input, target, self.ignore_index, self.label_smoothing, self.reduction)
+        weight = {} if self.weight is None else {"weight": self.weight}
+        return functional.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+                                        label_smoothing=self.label_smoothing, **weight, **self.legacy)
 
 
 class MSELoss(Module):
@@ -1260,10 +1302,14 @@ def gelu_composite(x):
 
 # %% ../modules/04_layers/04_layers.ipynb #69cc3a0d
 def _namespace(name, doc, members):
-    """A module object `<this module>.name` holding `members`, importable once this module is imported."""
+    """A module object `<this module>.name` holding `members`, importable once this module is imported;
+    in the package, a member that the companion notebook gives in full (F.nll_loss with weight=) is left
+    to it (`_LATER` in tinytorch/__init__.py)."""
     module = types.ModuleType(f"{__name__}.{name}", doc)
+    fuller = _later_exported(f"nn.{name}") if __name__ != "__main__" else set()
     for member in members:
-        setattr(module, member.__name__, member)
+        if member.__name__ not in fuller:
+            setattr(module, member.__name__, member)
     if __name__ != "__main__":  # inside the package: make `import tinytorch.nn.functional` work
         sys.modules[module.__name__] = module
     return module
