@@ -1,0 +1,226 @@
+"""What each catalogued mistake (`mistakes`) records at its exercise's test cells, learned by running it.
+
+For an exercise E and a hidden-input seed (a variant's, `hidden_inputs.seed`), `learned` runs the
+source notebook once per mistake of E, with that mistake in E's solution cell, cut after E's own test
+cells (`through_own_tests`): a process runs the cells before E once and each mistake's cells in a
+fork of itself (`ForkedCells`, `forked_cells.py`). What it keeps, for each mistake and each of E's
+test cells, is the cell's records and the class of the error it raised: `{mistake key: {grade id:
+{"records": [...], "error": name or None}}}`, where a mistake's key is `"<cell>:<what>"`. An entry is
+cached like the answer keys, under the digest of what it is made from (the notebook, the package,
+the grading code, this module and its runner, the catalogue's file, the seed), and made lazily:
+grading learns an exercise's mistakes only when a submission failed one of its tests
+(`sandbox.SandboxedExecute._judge`). Concurrent workers wait for each other on a lock: one learns,
+the others read.
+"""
+import fcntl
+import functools
+import json
+import os
+from pathlib import Path
+import subprocess
+import symtable
+import sys
+import tempfile
+
+import nbformat
+from IPython.core.inputtransformer2 import TransformerManager
+
+from tinytorch.testing import HIDDEN_SEED_ENV
+
+from . import grading_cache, mistakes, notebooks, verdicts
+
+HERE = Path(__file__).resolve().parent
+
+
+def mistake_key(mistake):
+    return f"{mistake.cell}:{mistake.what}"
+
+
+def with_cell_replacement(notebook, grade_id, old, new):
+    """A copy of `notebook` whose cell `grade_id` has `old` replaced by `new` (exactly once)."""
+    notebook = nbformat.from_dict(notebook)
+    cell = notebooks.cells_by_id(notebook)[grade_id]
+    count = cell.source.count(old)
+    if count != 1:
+        raise ValueError(f"{old!r} occurs {count} times in cell {grade_id}; it must occur once")
+    cell.source = cell.source.replace(old, new)
+    return notebook
+
+
+def exercise_ids(notebook):
+    """The grade ids of the notebook's solution cells (its exercises)."""
+    return {notebooks.grade_id(c) for c in notebook.cells if notebooks.is_solution(c)}
+
+
+def exercise_of(test_cell, exercises):
+    """The exercise whose tests `test_cell` is (its grade id is `<exercise>_...`), or None."""
+    gid = notebooks.grade_id(test_cell)
+    return max((e for e in exercises if gid.startswith(e + "_")), key=len, default=None)
+
+
+def test_cells_of(notebook, exercise):
+    """The grade ids of the exercise's test cells, in order."""
+    exercises = exercise_ids(notebook)
+    return [notebooks.grade_id(c) for c in notebook.cells
+            if notebooks.is_test(c) and exercise_of(c, exercises) == exercise]
+
+
+@functools.lru_cache(maxsize=None)  # a notebook's cells are parsed once, not once per mutant
+def bound_and_read(source):
+    """The global names a code cell binds, and those it (or a function it defines) reads without
+    binding them itself."""
+    top = symtable.symtable(TransformerManager().transform_cell(source), "<cell>", "exec")
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read, scopes = set(), [top]
+    while scopes:
+        scope = scopes.pop()
+        scopes.extend(scope.get_children())
+        read.update(s.get_name() for s in scope.get_symbols()
+                    if s.is_referenced() and (scope is top or s.is_global()))
+    return frozenset(bound), frozenset(read - bound)
+
+
+def cell_names(notebook):
+    """`[(bound, read)]` of each cell (nothing for markdown and for cells graded runs skip)."""
+    skipped = notebooks.skipped_when_graded(notebook)
+    return [bound_and_read(c.source) if c.cell_type == "code" and c.source not in skipped else (frozenset(), frozenset())
+            for c in notebook.cells]
+
+
+def through_own_tests(notebook, cell_id):
+    """The cells a mistake of exercise `cell_id` is first judged by: `notebook` cut after the
+    exercise's last test cell (`<cell_id>_visible`, `<cell_id>_hidden`, ...), without the test cells
+    of earlier exercises, except those that last bound a name a kept cell reads."""
+    exercises = exercise_ids(notebook)
+    own = [i for i, c in enumerate(notebook.cells)
+           if notebooks.is_test(c) and exercise_of(c, exercises) == cell_id]
+    cut = nbformat.from_dict(notebook)
+    if not own:
+        return cut
+    cut.cells = cut.cells[:own[-1] + 1]
+    names = cell_names(cut)
+    keep = {i for i, c in enumerate(cut.cells) if not notebooks.is_test(c) or exercise_of(c, exercises) == cell_id}
+    while True:
+        last_binder, needed = {}, set()
+        for i, (bound, read) in enumerate(names):
+            if i in keep:
+                needed.update(last_binder[n] for n in read if n in last_binder)
+            last_binder.update(dict.fromkeys(bound, i))
+        if needed <= keep:
+            break
+        keep |= needed
+    cut.cells = [c for i, c in enumerate(cut.cells) if i in keep]
+    return cut
+
+
+class ForkedCells:
+    """A process that has run the first cells of a notebook (`shared`) once, as the grading kernel
+    runs them, and runs what follows them in a fork of itself (`forked_cells.py`): each run then
+    costs only its own cells, not a kernel's start and the shared cells again. `env`: more
+    environment variables for it (the hidden-input seed)."""
+
+    def __init__(self, shared, workdir, timeout=120, env=None):
+        self.shared, self.workdir, self.runs = shared, Path(workdir), 0
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", str(HERE / "forked_cells.py"), str(timeout)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=self.workdir,
+            env={**os.environ, "NBGRADER_EXECUTION": "autograde", **(env or {})})
+        self.shared_errors, self.shared_records = self._run(shared, fork=False)
+
+    def _run(self, cells, fork):
+        """`(errors, records)` of the code cells of `cells` (by index; those graded runs skip are not run)."""
+        skipped = notebooks.skipped_when_graded(nbformat.v4.new_notebook(cells=cells))
+        ran = [i for i, c in enumerate(cells)
+               if c.cell_type == "code" and c.source.strip() and c.source not in skipped]
+        folder = self.workdir / f"run-{self.runs}"
+        self.runs += 1
+        folder.mkdir()
+        request = {"cells": [verdicts.split_hidden(cells[i].source) for i in ran],
+                   "records": str(folder), "fork": fork}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            log = (self.workdir / "stderr.log").read_text()[-3000:]
+            raise RuntimeError(f"tinytorch_course/forked_cells.py ended (exit status {self.process.wait()}):\n{log}")
+        errors = dict(zip(ran, json.loads(answer)["errors"]))
+        records = {i: verdicts.read_new_records(folder / f"{n}.jsonl", 0)[0] for n, i in enumerate(ran)}
+        return errors, records
+
+    def execute(self, notebook):
+        """`(executed notebook, cell records)` for `notebook`, the shared cells followed by others, as
+        the grading kernel would give them (each cell's error as its error output)."""
+        count = len(self.shared)
+        assert [c.source for c in notebook.cells[:count]] == [c.source for c in self.shared]
+        errors, records = self._run(notebook.cells[count:], fork=True)
+        errors = {**self.shared_errors, **{count + i: e for i, e in errors.items()}}
+        records = {**self.shared_records, **{count + i: r for i, r in records.items()}}
+        executed = nbformat.from_dict(notebook)
+        for index, cell in enumerate(executed.cells):
+            if cell.cell_type == "code":
+                error = errors.get(index)
+                cell.outputs = ([nbformat.v4.new_output("error", ename=error[0], evalue=error[1], traceback=[])]
+                                if error else [])
+        return executed, records
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def cell_error(cell):
+    """The class name of the first error an executed cell shows, or None."""
+    return next((o.ename for o in cell.get("outputs", []) if o.output_type == "error"), None)
+
+
+def outcomes(executed, cell_records, grade_ids):
+    """`{grade id: {"records": [...], "error": name or None}}` of the given test cells of an executed
+    notebook."""
+    records = verdicts.records_by_grade_id(executed, cell_records)
+    cells = notebooks.cells_by_id(executed)
+    return {gid: {"records": records.get(gid, []), "error": cell_error(cells[gid])}
+            for gid in grade_ids if gid in cells}
+
+
+def _learn(source, exercise, found, seed, workdir):
+    """`{mistake key: outcomes}` of the mistakes `found` of `exercise`, run with hidden-input `seed`."""
+    own = test_cells_of(source, exercise)
+    learned, runners = {}, {}
+    try:
+        for mistake in found:
+            cut = through_own_tests(with_cell_replacement(source, exercise, mistake.old, mistake.new), exercise)
+            at = next(i for i, c in enumerate(cut.cells) if notebooks.is_solution(c) and notebooks.grade_id(c) == exercise)
+            shared = tuple(c.source for c in cut.cells[:at])
+            if shared not in runners:
+                runners[shared] = ForkedCells(cut.cells[:at], Path(workdir) / f"runner-{len(runners)}",
+                                              env={HIDDEN_SEED_ENV: seed})
+            learned[mistake_key(mistake)] = outcomes(*runners[shared].execute(cut), own)
+    finally:
+        for runner in runners.values():
+            runner.close()
+    return learned
+
+
+def learned(root, module_id, cache_dir, seed, exercise):
+    """`{mistake key: {grade id: {"records", "error"}}}`: what each catalogued mistake of `exercise`
+    records at the exercise's test cells with hidden-input `seed`; cached in `cache_dir`."""
+    found = [m for m in mistakes.catalogue(root, module_id) if m.cell == exercise]
+    if not found:
+        return {}
+    catalogue = mistakes.catalogue_path(root, module_id).read_text()
+    code = "".join((HERE / name).read_text() for name in ("learning.py", "forked_cells.py"))
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    name = f"{module_id}-{exercise}-{grading_cache.key(root, module_id, 'mistakes', catalogue, code, seed, exercise)}"
+    cache = cache_dir / f"{name}.json"
+    with open(cache_dir / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be learning the same entry: wait for it
+        if not cache.is_file():
+            source = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
+            with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=cache_dir) as scratch:
+                made = _learn(source, exercise, found, seed, scratch)
+                temporary = Path(scratch) / "learned.json"
+                temporary.write_text(json.dumps(made))
+                temporary.replace(cache)
+    return json.loads(cache.read_text())
