@@ -5,8 +5,10 @@ matched against what each catalogued mistake of the exercise records there (`lea
 the learner's own hidden inputs): a mistake is named only when every record of every test cell of the
 exercise matches it (each compared as `verdicts._judge_pair` compares a hidden record with the answer
 key's: the mistake's recorded result in the key's place) and each cell raised the same error class.
-A mistake in an earlier exercise that this one uses changes its records, so then nothing matches, and
-the feedback says which check failed and the kind of difference from the answer key (`difference`):
+A mistake in an earlier exercise that this one uses may change its records, even into those of one of
+its own catalogued mistakes: so an exercise that uses a failing one (`learning.depends_on`) names
+nothing (unless the failing one comes later in the notebook and uses this one: its tests may fail
+because of this exercise's mistake). Where nothing is named, the feedback says which check failed and the kind of difference from the answer key (`difference`):
 "missing" (the checks did not run as the key's), "error", "shape", "dtype" or "values", worded
 without any value a hidden test computed. `signature` is a short digest of a cell's records: two
 learners of one variant whose records are the same have the same signature (a cluster of one
@@ -92,6 +94,11 @@ def signature(outcome):
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def heading(source, indices, exercise):
+    """The heading above an exercise's solution cell ("Exercise 3 — numel"), or ""."""
+    return heading_before(source, indices[exercise]).replace("`", "") if exercise in indices else ""
+
+
 def diagnose(source, executed, cell_records, reference, judged, learned, catalogue):
     """`(checks, sentences)` of an executed submission.
 
@@ -119,12 +126,20 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
         if not passed and kind is not None:
             failing.setdefault(exercise, []).append(gid)
             sentences[gid] = (words, exercise)
+    depends = learning.depends_on(source)
+    failed = {learning.exercise_of(cells[gid], exercises) for gid, check in checks.items()
+              if not check["passed"] and gid in cells}
     for exercise, gids in failing.items():
         own = learning.test_cells_of(source, exercise) if exercise else []
-        named = [] if not own else [key for key, cell_outcomes in learned(exercise).items()
-                                    if all(g in outcomes and g in cell_outcomes and same_outcome(cell_outcomes[g], outcomes[g])
-                                           for g in own)]
-        where = heading_before(source, indices[exercise]).replace("`", "") if exercise in indices else ""
+        upstream = sorted(c for c in depends.get(exercise, set()) & failed  # what may have failed it
+                          if indices[c] < indices[exercise] or exercise not in depends[c])
+        named = [] if upstream or not own else [
+            key for key, cell_outcomes in learned(exercise).items()
+            if all(g in outcomes and g in cell_outcomes and same_outcome(cell_outcomes[g], outcomes[g]) for g in own)]
+        where = heading(source, indices, exercise)
+        if upstream:
+            sentences.update({gid: (f"{sentences[gid][0]}; it uses {heading(source, indices, upstream[0]) or upstream[0]}, "
+                                    "whose tests fail too: look there first", exercise) for gid in gids})
         for gid in gids:
             checks[gid]["mistakes"] = named
             words = sentences[gid][0]

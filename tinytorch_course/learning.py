@@ -87,6 +87,30 @@ def cell_names(notebook):
             for c in notebook.cells]
 
 
+def depends_on(source):
+    """`{exercise: exercises}`: the exercises whose solution cells bind a name that the exercise's
+    own cells (solution and tests) read, directly or through the cells that bound what they read."""
+    names = cell_names(source)
+    direct, last_binder = [], {}
+    for index, (bound, read) in enumerate(names):
+        direct.append({last_binder[n] for n in read if n in last_binder})
+        last_binder.update(dict.fromkeys(bound, index))
+    exercises = exercise_ids(source)
+    solution_at = {notebooks.grade_id(c): i for i, c in enumerate(source.cells) if notebooks.is_solution(c)}
+    found = {}
+    for exercise in exercises:
+        todo = [solution_at[exercise]] + [i for i, c in enumerate(source.cells) if notebooks.is_test(c)
+                                          and exercise_of(c, exercises) == exercise]
+        seen = set()
+        while todo:
+            index = todo.pop()
+            if index not in seen:
+                seen.add(index)
+                todo.extend(direct[index])
+        found[exercise] = {e for e, i in solution_at.items() if i in seen and e != exercise}
+    return found
+
+
 def through_own_tests(notebook, cell_id):
     """The cells a mistake of exercise `cell_id` is first judged by: `notebook` cut after the
     exercise's last test cell (`<cell_id>_visible`, `<cell_id>_hidden`, ...), without the test cells
