@@ -177,3 +177,51 @@ def test_feedback_lines_hold_no_hidden_line_nor_hidden_number(graded_class):
                                  if not c["passed"] and c["difference"])
         for line in lines:
             assert not [n for n in numbers if n in line], line
+
+
+# ---------------------------------------------------------------- the learner's kit
+
+
+def kit_file():
+    return json.loads((REPO / learning.KIT_FILE).read_text())
+
+
+def test_the_kit_file_is_current_and_holds_no_code_of_the_catalogue_nor_solution_lines():
+    data = kit_file()
+    assert sorted(data) == notebooks.module_ids(REPO)
+    shown = json.dumps(data)
+    for module_id in data:
+        assert data[module_id]["digest"] == learning.kit_digest(REPO, module_id), f"{module_id}: run ./course build"
+        source = notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))
+        release = notebooks.notebook_path(REPO, "release", module_id).read_text()
+        solution = {line.strip() for c in source.cells if notebooks.is_solution(c) for line in c.source.splitlines()}
+        secret = {line for line in solution | hidden_lines(source) if len(line) >= 20 and line not in release}
+        texts = [text for m in mistakes.catalogue(REPO, module_id) for text in (m.old.strip(), m.new.strip())]
+        text = json.dumps(data[module_id])
+        assert not [line for line in secret if json.dumps(line)[1:-1] in text], module_id
+        assert not [t for t in texts if len(t) >= 12 and t not in release and json.dumps(t)[1:-1] in text], module_id
+    assert len(re.findall(r'"says"', shown)) >= 100  # most catalogued mistakes are there
+
+
+def test_learn_check_names_a_catalogued_mistake_of_its_first_failure(tmp_path):
+    """The kit's own kernel (`learner.execute`) on the notebook with one catalogued mistake, and on the
+    solved one: the sentence for the mistake made, no sentence without one."""
+    from tinytorch_course import learner
+
+    (tmp_path / "tinytorch_kit").mkdir()
+    shutil.copy(REPO / learning.KIT_FILE, tmp_path / "tinytorch_kit" / "mistakes.json")
+    source = notebooks.read(notebooks.notebook_path(REPO, "modules", MODULE))
+    entries = kit_file()[MODULE]["mistakes"]
+    mistake = next(m for m in mistakes.catalogue(REPO, MODULE)
+                   if m.cell == "contiguous_strides" and any((m.says or m.what) == e["says"] for e in entries))
+    wrong = learner.execute(REPO, learning.with_cell_replacement(source, mistake.cell, mistake.old, mistake.new),
+                            tmp_path)
+    assert set(learner.known_mistakes(tmp_path, MODULE, wrong).values()) == {mistake.says or mistake.what}
+    solved = learner.execute(REPO, source, tmp_path)
+    assert learner.known_mistakes(tmp_path, MODULE, solved) == {}
+    table = learner.format_check(MODULE, "tensor_base", ["contiguous_strides_visible"], {"contiguous_strides_visible": 1},
+                                 {("contiguous_strides_visible", "notebook"): "AssertionError: ...",
+                                  ("contiguous_strides_visible", "package"): None}, True, (),
+                                 learner.known_mistakes(tmp_path, MODULE, wrong))
+    assert f"first failure: contiguous_strides_visible (in the notebook)\n    AssertionError: ...\n" \
+           f"    this looks like a known mistake: {mistake.says or mistake.what}" in table

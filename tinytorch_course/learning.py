@@ -7,13 +7,15 @@ fork of itself (`ForkedCells`, `forked_cells.py`). What it keeps, for each mista
 test cells, is the cell's records and the class of the error it raised: `{mistake key: {grade id:
 {"records": [...], "error": name or None}}}`, where a mistake's key is `"<cell>:<what>"`. An entry is
 cached like the answer keys, under the digest of what it is made from (the notebook, the package,
-the grading code, this module and its runner, the catalogue's file, the seed), and made lazily:
+the grading code, this module and its runner, the exercise's mistakes as the catalogue file gives
+them, but their `says`, and the seed), and made lazily:
 grading learns an exercise's mistakes only when a submission failed one of its tests
 (`sandbox.SandboxedExecute._judge`). Concurrent workers wait for each other on a lock: one learns,
 the others read.
 """
 import fcntl
 import functools
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -25,11 +27,12 @@ import tempfile
 import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
 
-from tinytorch.testing import HIDDEN_SEED_ENV
+from tinytorch.testing import FIXED_SEED, HIDDEN_SEED_ENV
 
 from . import grading_cache, mistakes, notebooks, verdicts
 
 HERE = Path(__file__).resolve().parent
+KIT_FILE = "mistakes/kit.json"  # made by ./course build, shipped in the learner's kit: what `./learn check` says
 
 
 def mistake_key(mistake):
@@ -193,17 +196,24 @@ class ForkedCells:
         self.process.wait()
 
 
+def first_error(cell):
+    """The first error output of an executed cell, or None."""
+    return next((o for o in cell.get("outputs", []) if o.output_type == "error"), None)
+
+
 def cell_error(cell):
     """The class name of the first error an executed cell shows, or None."""
-    return next((o.ename for o in cell.get("outputs", []) if o.output_type == "error"), None)
+    error = first_error(cell)
+    return error.ename if error else None
 
 
 def outcomes(executed, cell_records, grade_ids):
-    """`{grade id: {"records": [...], "error": name or None}}` of the given test cells of an executed
-    notebook."""
+    """`{grade id: {"records": [...], "error": name or None, "message": its text}}` of the given test
+    cells of an executed notebook."""
     records = verdicts.records_by_grade_id(executed, cell_records)
     cells = notebooks.cells_by_id(executed)
-    return {gid: {"records": records.get(gid, []), "error": cell_error(cells[gid])}
+    return {gid: {"records": records.get(gid, []), "error": cell_error(cells[gid]),
+                  "message": getattr(first_error(cells[gid]), "evalue", None)}
             for gid in grade_ids if gid in cells}
 
 
@@ -232,10 +242,10 @@ def learned(root, module_id, cache_dir, seed, exercise):
     found = [m for m in mistakes.catalogue(root, module_id) if m.cell == exercise]
     if not found:
         return {}
-    catalogue = mistakes.catalogue_path(root, module_id).read_text()
-    code = "".join((HERE / name).read_text() for name in ("learning.py", "forked_cells.py"))
+    catalogue = json.dumps([[m.cell, m.what, m.old, m.new] for m in found])  # not `says`: rewording relearns nothing
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
+    code = "".join((HERE / name).read_text() for name in ("learning.py", "forked_cells.py"))
     name = f"{module_id}-{exercise}-{grading_cache.key(root, module_id, 'mistakes', catalogue, code, seed, exercise)}"
     cache = cache_dir / f"{name}.json"
     with open(cache_dir / f"{name}.lock", "w") as lock:
@@ -248,3 +258,53 @@ def learned(root, module_id, cache_dir, seed, exercise):
                 temporary.write_text(json.dumps(made))
                 temporary.replace(cache)
     return json.loads(cache.read_text())
+
+
+# ------------------------------------------------------------------ what the learner's kit ships
+
+
+def kit_digest(root, module_id):
+    """What a module's part of the kit's file is made from: the notebook, the checks' code, the
+    catalogue (`says` included) and the code that learns it."""
+    found = [list(m) for m in mistakes.catalogue(root, module_id)]
+    parts = [notebooks.notebook_path(root, "modules", module_id).read_text(),
+             (Path(root) / "tinytorch" / "testing.py").read_text(), json.dumps(found),
+             (HERE / "learning.py").read_text(), (HERE / "forked_cells.py").read_text()]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def visible_failures(root, module_id, cache_dir):
+    """`[{"says", "visible": {grade id: None or [error class, message]}}]`: how each catalogued mistake
+    that a visible test catches fails the visible test cells of its exercise, outside grading (the
+    fixed seed). Only the visible cells, never the records, the hidden cells or the mistake's code;
+    a mistake whose visible failures are another's of its exercise is left out (it cannot be told apart)."""
+    source = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
+    cells = notebooks.cells_by_id(source)
+    found = []
+    for exercise in sorted(exercise_ids(source)):
+        visible = [g for g in test_cells_of(source, exercise) if notebooks.HIDDEN_MARKERS[0] not in cells[g].source]
+        caught = [m for m in mistakes.catalogue(root, module_id) if m.cell == exercise and m.hidden_only is None]
+        if not visible or not caught:
+            continue
+        outcome = learned(root, module_id, cache_dir, FIXED_SEED, exercise)
+        shown = [{g: outcome[mistake_key(m)][g]["error"] and [outcome[mistake_key(m)][g]["error"],
+                                                              outcome[mistake_key(m)][g]["message"]]
+                  for g in visible} for m in caught]
+        found += [{"says": m.says or m.what, "visible": fails} for m, fails in zip(caught, shown)
+                  if any(fails.values()) and shown.count(fails) == 1]
+    return found
+
+
+def write_kit_file(root, cache_dir, log=print):
+    """Write `KIT_FILE`: `{module: {"digest", "mistakes": visible_failures}}`, keeping each module's
+    entry whose `kit_digest` is unchanged."""
+    path = Path(root) / KIT_FILE
+    previous, made = json.loads(path.read_text()) if path.is_file() else {}, {}
+    for module_id in notebooks.module_ids(root):
+        digest = kit_digest(root, module_id)
+        if previous.get(module_id, {}).get("digest") == digest:
+            made[module_id] = previous[module_id]
+        else:
+            made[module_id] = {"digest": digest, "mistakes": visible_failures(root, module_id, cache_dir)}
+            log(f"learned what {module_id}'s catalogued mistakes show in its visible tests")
+    path.write_text(json.dumps(made, indent=1, sort_keys=True) + "\n")
