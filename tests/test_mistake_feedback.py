@@ -225,3 +225,31 @@ def test_learn_check_names_a_catalogued_mistake_of_its_first_failure(tmp_path):
                                  learner.known_mistakes(tmp_path, MODULE, wrong))
     assert f"first failure: contiguous_strides_visible (in the notebook)\n    AssertionError: ...\n" \
            f"    this looks like a known mistake: {mistake.says or mistake.what}" in table
+
+
+# ---------------------------------------------------------------- the kinds of difference, on their own
+
+
+def test_each_kind_of_difference_is_named_without_the_values():
+    from tinytorch.testing import to_plain
+
+    def entry(value, line=1, kind="record"):
+        return {"kind": kind, "what": "the result", "loc": ["<cell>", line], "got": to_plain(value)}
+
+    key = [entry(np.array([[1.5, 2.5]], np.float32))]
+
+    def kind(got, error=None):
+        return diagnose.difference(key, {"records": got, "error": error})
+
+    assert kind([entry(np.array([1.5, 2.5], np.float32))]) == ("shape", "the result's shape differs from the answer key's")
+    assert kind([entry(np.array([[1.5, 2.5]]))])[0] == "dtype"
+    assert kind([entry(np.array([[1.5, 2.75]], np.float32))]) == ("values", "the result's values differ from the answer key's")
+    assert kind([entry(ValueError("1.5"))]) == ("error", "raised ValueError where the answer key raised none")
+    assert kind([], "KeyError") == ("error", "raised KeyError where the answer key raised none")
+    assert kind([])[0] == kind([entry(np.array([[1.5, 2.5]], np.float32), line=2)])[0] == "missing"
+    assert kind(key) == (None, "")
+    for got in ([entry(np.array([1.5, 2.5], np.float32))], [entry(np.array([[1.5, 2.75]], np.float32))]):
+        assert "1.5" not in kind(got)[1] and "2.5" not in kind(got)[1]
+    signature = diagnose.signature({"records": key, "error": None})
+    assert signature == diagnose.signature({"records": [dict(key[0], passed=True)], "error": None})
+    assert signature != diagnose.signature({"records": [entry(np.array([[1.5, 2.75]], np.float32))], "error": None})

@@ -39,7 +39,7 @@ def same_outcome(expected, got):
 
 
 def _error_name(value):
-    return value.classes[0] if isinstance(value, ErrorValue) else None
+    return str(value.classes[0])[:80] if isinstance(value, ErrorValue) else None  # a class name the submission may choose
 
 
 def _kind_of(expected, got_entry):
@@ -80,7 +80,7 @@ def difference(reference, outcome):
             return "values", "a result could not be read"
     if len(have) < len(reference):
         if outcome["error"]:
-            return "error", f"raised {outcome['error']} where the answer key raised none"
+            return "error", f"raised {outcome['error'][:80]} where the answer key raised none"
         return "missing", "some of its checks did not run"
     if len(have) > len(reference):
         return "missing", "it ran more checks than the answer key did"
@@ -143,7 +143,7 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
         for gid in gids:
             checks[gid]["mistakes"] = named
             words = sentences[gid][0]
-            test = "hidden test" if notebooks.HIDDEN_MARKERS[0] in cells[gid].source else "test"
+            test = "hidden test" if gid in cells and notebooks.HIDDEN_MARKERS[0] in cells[gid].source else "test"
             if named:
                 sentences[gid] = ("This looks like a known mistake: " + " Or: ".join(says[k].rstrip(".") for k in named)
                                   + (f" (see {where})." if where else "."))

@@ -4,14 +4,15 @@ For an exercise E and a hidden-input seed (a variant's, `hidden_inputs.seed`), `
 source notebook once per mistake of E, with that mistake in E's solution cell, cut after E's own test
 cells (`through_own_tests`): a process runs the cells before E once and each mistake's cells in a
 fork of itself (`ForkedCells`, `forked_cells.py`). What it keeps, for each mistake and each of E's
-test cells, is the cell's records and the class of the error it raised: `{mistake key: {grade id:
-{"records": [...], "error": name or None}}}`, where a mistake's key is `"<cell>:<what>"`. An entry is
+test cells, is the cell's records and the error it raised: `{mistake key: {grade id: {"records":
+[...], "error": class name or None, "message": its text}}}`, where a mistake's key is `"<cell>:<what>"`. An entry is
 cached like the answer keys, under the digest of what it is made from (the notebook, the package,
 the grading code, this module and its runner, the exercise's mistakes as the catalogue file gives
 them, but their `says`, and the seed), and made lazily:
 grading learns an exercise's mistakes only when a submission failed one of its tests
 (`sandbox.SandboxedExecute._judge`). Concurrent workers wait for each other on a lock: one learns,
-the others read.
+the others read. `write_kit_file` keeps what the learner's kit may know of them: how each fails the
+visible tests.
 """
 import fcntl
 import functools
@@ -237,7 +238,7 @@ def _learn(source, exercise, found, seed, workdir):
 
 
 def learned(root, module_id, cache_dir, seed, exercise):
-    """`{mistake key: {grade id: {"records", "error"}}}`: what each catalogued mistake of `exercise`
+    """`{mistake key: {grade id: {"records", "error", "message"}}}`: what each catalogued mistake of `exercise`
     records at the exercise's test cells with hidden-input `seed`; cached in `cache_dir`."""
     found = [m for m in mistakes.catalogue(root, module_id) if m.cell == exercise]
     if not found:
