@@ -29,8 +29,7 @@ def main():
         for module_id in args.modules:
             exercises = sorted(learning.exercise_ids(notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))))
             started = time.perf_counter()
-            for exercise in exercises:
-                learning.learned(REPO, module_id, cache, args.seed, exercise)
+            learning.learned(REPO, module_id, cache, args.seed, exercises)
             seconds = time.perf_counter() - started
             total += seconds
             count = len(mistakes.catalogue(REPO, module_id))

@@ -34,8 +34,7 @@ def usable(root, source, seed, key):
     named alone)."""
     cache = sandbox.default_cache_dir(root) / "mistakes"
     found = []
-    for exercise in sorted(learning.exercise_ids(source)):
-        learned = learning.learned(root, MODULE, cache, seed, exercise)
+    for exercise, learned in learning.learned(root, MODULE, cache, seed, sorted(learning.exercise_ids(source))).items():
         for name, outcome in learned.items():
             caught = any(diagnose.difference(key[gid], cell)[0] for gid, cell in outcome.items())
             twins = [other for other, theirs in learned.items() if other != name

@@ -104,8 +104,8 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
 
     `source`: the module's source notebook (the course's: exercises and headings come from it, not
     from the submission); `reference`: the answer key's records of the learner's variant; `judged`:
-    `verdicts.judge`'s verdicts; `learned(exercise)`: `learning.learned` for the learner's variant,
-    called only for exercises with a failing cell; `catalogue`: the module's mistakes.
+    `verdicts.judge`'s verdicts; `learned(exercises)`: `learning.learned` for the learner's variant,
+    called once, with the exercises that have a failing cell and no failing exercise upstream; `catalogue`: the module's mistakes.
     `checks`: `{grade id: {"passed", "mistakes", "difference", "signature"}}` for every graded test
     cell; `sentences`: `{grade id: what the feedback says}` for each failing cell."""
     exercises = learning.exercise_ids(source)
@@ -129,16 +129,19 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
     depends = learning.depends_on(source)
     failed = {learning.exercise_of(cells[gid], exercises) for gid, check in checks.items()
               if not check["passed"] and gid in cells}
+    upstream = {exercise: sorted(c for c in depends.get(exercise, set()) & failed  # what may have failed it
+                                 if indices[c] < indices[exercise] or exercise not in depends[c])
+                for exercise in failing if exercise}
+    known = learned(sorted(e for e, up in upstream.items() if not up))
     for exercise, gids in failing.items():
         own = learning.test_cells_of(source, exercise) if exercise else []
-        upstream = sorted(c for c in depends.get(exercise, set()) & failed  # what may have failed it
-                          if indices[c] < indices[exercise] or exercise not in depends[c])
-        named = [] if upstream or not own else [
-            key for key, cell_outcomes in learned(exercise).items()
+        named = [] if exercise not in known or not own else [
+            key for key, cell_outcomes in known[exercise].items()
             if all(g in outcomes and g in cell_outcomes and same_outcome(cell_outcomes[g], outcomes[g]) for g in own)]
         where = heading(source, indices, exercise)
-        if upstream:
-            sentences.update({gid: (f"{sentences[gid][0]}; it uses {heading(source, indices, upstream[0]) or upstream[0]}, "
+        if upstream.get(exercise):
+            first = upstream[exercise][0]
+            sentences.update({gid: (f"{sentences[gid][0]}; it uses {heading(source, indices, first) or first}, "
                                     "whose tests fail too: look there first", exercise) for gid in gids})
         for gid in gids:
             checks[gid]["mistakes"] = named

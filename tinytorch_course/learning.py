@@ -2,8 +2,8 @@
 
 For an exercise E and a hidden-input seed (a variant's, `hidden_inputs.seed`), `learned` runs the
 source notebook once per mistake of E, with that mistake in E's solution cell, cut after E's own test
-cells (`through_own_tests`): a process runs the cells before E once and each mistake's cells in a
-fork of itself (`ForkedCells`, `forked_cells.py`). What it keeps, for each mistake and each of E's
+cells (`through_own_tests`): a process runs the notebook from the top up to E (then on to the next
+exercise to learn) and each mistake's cells in a fork of itself (`ForkedCells`, `forked_cells.py`). What it keeps, for each mistake and each of E's
 test cells, is the cell's records and the error it raised: `{mistake key: {grade id: {"records":
 [...], "error": class name or None, "message": its text}}}`, where a mistake's key is `"<cell>:<what>"`. An entry is
 cached like the answer keys, under the digest of what it is made from (the notebook, the package,
@@ -176,6 +176,14 @@ class ForkedCells:
         records = {i: verdicts.read_new_records(folder / f"{n}.jsonl", 0)[0] for n, i in enumerate(ran)}
         return errors, records
 
+    def advance(self, cells):
+        """Run `cells` after the shared cells, in this process: from now on they are shared too."""
+        count = len(self.shared)
+        errors, records = self._run(cells, fork=False)
+        self.shared = list(self.shared) + list(cells)
+        self.shared_errors.update({count + i: e for i, e in errors.items()})
+        self.shared_records.update({count + i: r for i, r in records.items()})
+
     def execute(self, notebook):
         """`(executed notebook, cell records)` for `notebook`, the shared cells followed by others, as
         the grading kernel would give them (each cell's error as its error output)."""
@@ -218,47 +226,59 @@ def outcomes(executed, cell_records, grade_ids):
             for gid in grade_ids if gid in cells}
 
 
-def _learn(source, exercise, found, seed, workdir):
-    """`{mistake key: outcomes}` of the mistakes `found` of `exercise`, run with hidden-input `seed`."""
-    own = test_cells_of(source, exercise)
-    learned, runners = {}, {}
+def _learn(source, found, seed, workdir):
+    """`{exercise: {mistake key: outcomes}}` of the mistakes `found` (`{exercise: [Mistake]}`), run with
+    hidden-input `seed`: one process runs the notebook from the top, up to each exercise in turn, and
+    runs each of its mistakes in a fork, with the cells of the exercise's `through_own_tests` after it."""
+    at = {notebooks.grade_id(c): i for i, c in enumerate(source.cells) if notebooks.is_solution(c)}
+    made, runner, done = {}, None, 0
     try:
-        for mistake in found:
-            cut = through_own_tests(with_cell_replacement(source, exercise, mistake.old, mistake.new), exercise)
-            at = next(i for i, c in enumerate(cut.cells) if notebooks.is_solution(c) and notebooks.grade_id(c) == exercise)
-            shared = tuple(c.source for c in cut.cells[:at])
-            if shared not in runners:
-                runners[shared] = ForkedCells(cut.cells[:at], Path(workdir) / f"runner-{len(runners)}",
-                                              env={HIDDEN_SEED_ENV: seed})
-            learned[mistake_key(mistake)] = outcomes(*runners[shared].execute(cut), own)
+        for exercise in sorted(found, key=at.get):
+            if runner is None:
+                runner = ForkedCells(source.cells[:at[exercise]], workdir, env={HIDDEN_SEED_ENV: seed})
+            else:
+                runner.advance(source.cells[done:at[exercise]])
+            done = at[exercise]
+            own, made[exercise] = test_cells_of(source, exercise), {}
+            for mistake in found[exercise]:
+                cut = through_own_tests(with_cell_replacement(source, exercise, mistake.old, mistake.new), exercise)
+                start = next(i for i, c in enumerate(cut.cells) if notebooks.grade_id(c) == exercise)
+                notebook = nbformat.v4.new_notebook(cells=source.cells[:done] + cut.cells[start:])
+                made[exercise][mistake_key(mistake)] = outcomes(*runner.execute(notebook), own)
     finally:
-        for runner in runners.values():
+        if runner is not None:
             runner.close()
-    return learned
+    return made
 
 
-def learned(root, module_id, cache_dir, seed, exercise):
-    """`{mistake key: {grade id: {"records", "error", "message"}}}`: what each catalogued mistake of `exercise`
-    records at the exercise's test cells with hidden-input `seed`; cached in `cache_dir`."""
-    found = [m for m in mistakes.catalogue(root, module_id) if m.cell == exercise]
-    if not found:
-        return {}
-    catalogue = json.dumps([[m.cell, m.what, m.old, m.new] for m in found])  # not `says`: rewording relearns nothing
+def learned(root, module_id, cache_dir, seed, exercises):
+    """`{exercise: {mistake key: {grade id: {"records", "error", "message"}}}}`: what each catalogued
+    mistake of each of `exercises` records at its exercise's test cells with hidden-input `seed`;
+    cached in `cache_dir`, an entry per exercise, those not there yet learned together (`_learn`)."""
+    found = {}
+    for mistake in mistakes.catalogue(root, module_id):
+        if mistake.cell in exercises:
+            found.setdefault(mistake.cell, []).append(mistake)
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     code = "".join((HERE / name).read_text() for name in ("learning.py", "forked_cells.py"))
-    name = f"{module_id}-{exercise}-{grading_cache.key(root, module_id, 'mistakes', catalogue, code, seed, exercise)}"
-    cache = cache_dir / f"{name}.json"
-    with open(cache_dir / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be learning the same entry: wait for it
-        if not cache.is_file():
+    entries = {}
+    for exercise, listed in found.items():
+        catalogue = json.dumps([[m.cell, m.what, m.old, m.new] for m in listed])  # not `says`: rewording relearns nothing
+        key = grading_cache.key(root, module_id, "mistakes", catalogue, code, seed, exercise)
+        entries[exercise] = cache_dir / f"{module_id}-{exercise}-{key}.json"
+    with open(cache_dir / f"{module_id}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be learning the same entries: wait for it
+        missing = {exercise: found[exercise] for exercise, path in entries.items() if not path.is_file()}
+        if missing:
             source = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
-            with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=cache_dir) as scratch:
-                made = _learn(source, exercise, found, seed, scratch)
-                temporary = Path(scratch) / "learned.json"
-                temporary.write_text(json.dumps(made))
-                temporary.replace(cache)
-    return json.loads(cache.read_text())
+            with tempfile.TemporaryDirectory(prefix=f"{module_id}-", dir=cache_dir) as scratch:
+                for exercise, made in _learn(source, missing, seed, scratch).items():
+                    temporary = Path(scratch) / f"{exercise}.json"
+                    temporary.write_text(json.dumps(made))
+                    temporary.replace(entries[exercise])
+    return {exercise: json.loads(entries[exercise].read_text()) if exercise in entries else {}
+            for exercise in exercises}
 
 
 # ------------------------------------------------------------------ what the learner's kit ships
@@ -281,13 +301,14 @@ def visible_failures(root, module_id, cache_dir):
     a mistake whose visible failures are another's of its exercise is left out (it cannot be told apart)."""
     source = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
     cells = notebooks.cells_by_id(source)
-    found = []
-    for exercise in sorted(exercise_ids(source)):
+    found, exercises = [], sorted(exercise_ids(source))
+    every = learned(root, module_id, cache_dir, FIXED_SEED, exercises)
+    for exercise in exercises:
         visible = [g for g in test_cells_of(source, exercise) if notebooks.HIDDEN_MARKERS[0] not in cells[g].source]
         caught = [m for m in mistakes.catalogue(root, module_id) if m.cell == exercise and m.hidden_only is None]
         if not visible or not caught:
             continue
-        outcome = learned(root, module_id, cache_dir, FIXED_SEED, exercise)
+        outcome = every[exercise]
         shown = [{g: outcome[mistake_key(m)][g]["error"] and [outcome[mistake_key(m)][g]["error"],
                                                               outcome[mistake_key(m)][g]["message"]]
                   for g in visible} for m in caught]

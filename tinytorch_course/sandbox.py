@@ -433,8 +433,8 @@ class SandboxedExecute(verdicts.RecordingExecute):
             checks, sentences = diagnose.diagnose(
                 notebooks.read(notebooks.notebook_path(root, "modules", module_id)), nb, self.cell_records,
                 answer_key, judged,
-                lambda exercise: learning.learned(root, module_id, Path(cache_dir) / "mistakes", self._hidden_seed,
-                                                  exercise),
+                lambda exercises: learning.learned(root, module_id, Path(cache_dir) / "mistakes", self._hidden_seed,
+                                                   exercises),
                 mistakes.catalogue(root, module_id))
         except Exception as error:  # noqa: BLE001  (the scores stand without it)
             return [f"the feedback on failed checks could not be made: {type(error).__name__}: {str(error)[:200]}"]
