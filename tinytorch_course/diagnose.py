@@ -94,9 +94,9 @@ def signature(outcome):
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def heading(source, indices, exercise):
-    """The heading above an exercise's solution cell ("Exercise 3 — numel"), or ""."""
-    return heading_before(source, indices[exercise]).replace("`", "") if exercise in indices else ""
+def heading(source, indices, grade_id):
+    """The heading above the cell `grade_id` (an exercise's solution cell: "Exercise 3 — numel"), or ""."""
+    return heading_before(source, indices[grade_id]).replace("`", "") if grade_id in indices else ""
 
 
 def diagnose(source, executed, cell_records, reference, judged, learned, catalogue):
@@ -151,5 +151,6 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
                 sentences[gid] = ("This looks like a known mistake: " + " Or: ".join(says[k].rstrip(".") for k in named)
                                   + (f" (see {where})." if where else "."))
             else:
-                sentences[gid] = f"The {test} {gid}" + (f" of {where}" if where else "") + f" failed: {words}."
+                under = where or heading(source, indices, gid)  # a test of no exercise: the part it is in
+                sentences[gid] = f"The {test} {gid}" + (f" of {under}" if under else "") + f" failed: {words}."
     return checks, sentences
