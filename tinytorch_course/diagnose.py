@@ -2,17 +2,18 @@
 
 For each exercise with a failing test cell, the learner's records at the exercise's test cells are
 matched against what each catalogued mistake of the exercise records there (`learning.learned`, with
-the learner's own hidden inputs): a mistake is named only when every record of every test cell of the
-exercise matches it (each compared as `verdicts._judge_pair` compares a hidden record with the answer
-key's: the mistake's recorded result in the key's place) and each cell raised the same error class.
-A mistake in an earlier exercise that this one uses may change its records, even into those of one of
-its own catalogued mistakes: so an exercise that uses a failing one (`learning.depends_on`) names
-nothing (unless the failing one comes later in the notebook and uses this one: its tests may fail
-because of this exercise's mistake). Where nothing is named, the feedback says which check failed and the kind of difference from the answer key (`difference`):
+the learner's own hidden inputs): a mistake is named only when every record of every test cell of
+the exercise matches it (each compared as `verdicts._judge_pair` compares a hidden record with the
+answer key's: the mistake's recorded result in the key's place) and each cell raised the same error
+class. A mistake in an earlier exercise that this one uses may change its records, even into those
+of one of its own catalogued mistakes: so an exercise that uses a failing one
+(`learning.depends_on`) names nothing (unless the failing one comes later in the notebook and uses
+this one: its tests may fail because of this exercise's mistake). Where nothing is named, the
+feedback says which check failed and the kind of difference from the answer key (`difference`):
 "missing" (the checks did not run as the key's), "error", "shape", "dtype" or "values", worded
 without any value a hidden test computed. `signature` is a short digest of a cell's records: two
-learners of one variant whose records are the same have the same signature (a cluster of one
-unknown mistake, for the class report).
+learners of one variant whose records are the same have the same signature (a cluster of one unknown
+mistake, for the class report).
 """
 import hashlib
 import json
@@ -39,7 +40,7 @@ def same_outcome(expected, got):
 
 
 def _error_name(value):
-    return str(value.classes[0])[:80] if isinstance(value, ErrorValue) else None  # a class name the submission may choose
+    return str(value.classes[0])[:80] if isinstance(value, ErrorValue) else None  # named by the submission
 
 
 def _kind_of(expected, got_entry):
@@ -55,7 +56,7 @@ def _kind_of(expected, got_entry):
         want_error = _error_name(want)
     if want_error or _error_name(got):
         if _error_name(got) == want_error:
-            return "error", f"raised {want_error} as the answer key did, with a message that does not say what it should"
+            return "error", f"raised {want_error} as the answer key did, but its message does not say what it should"
         return "error", f"raised {_error_name(got) or 'no error'} where the answer key raised {want_error or 'none'}"
     if type(got) is not type(want) and not all(isinstance(v, (int, float)) for v in (got, want)):
         return "values", f"the result is a {type(got).__name__} where the answer key's is a {type(want).__name__}"
@@ -105,7 +106,8 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
     `source`: the module's source notebook (the course's: exercises and headings come from it, not
     from the submission); `reference`: the answer key's records of the learner's variant; `judged`:
     `verdicts.judge`'s verdicts; `learned(exercises)`: `learning.learned` for the learner's variant,
-    called once, with the exercises that have a failing cell and no failing exercise upstream; `catalogue`: the module's mistakes.
+    called once, with the exercises that have a failing cell and no failing exercise upstream;
+    `catalogue`: the module's mistakes.
     `checks`: `{grade id: {"passed", "mistakes", "difference", "signature"}}` for every graded test
     cell; `sentences`: `{grade id: what the feedback says}` for each failing cell."""
     exercises = learning.exercise_ids(source)
@@ -115,17 +117,15 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
     outcomes = {gid: {"records": records[gid], "error": learning.cell_error(cell)}
                 for gid, cell in notebooks.cells_by_id(executed).items() if gid in records}
     says = {learning.mistake_key(m): m.says or m.what for m in catalogue}
-    checks, sentences = {}, {}
-    failing = {}
+    checks, sentences, words, failing = {}, {}, {}, {}
     for gid, outcome in outcomes.items():
         verdict = judged.get(gid)
         passed = bool(verdict and verdict.passed)
-        kind, words = (None, "") if passed else difference(reference.get(gid, []), outcome)
+        kind, words[gid] = (None, "") if passed else difference(reference.get(gid, []), outcome)
         checks[gid] = {"passed": passed, "mistakes": [], "difference": kind, "signature": signature(outcome)}
         exercise = learning.exercise_of(cells[gid], exercises) if gid in cells else None
         if not passed and kind is not None:
             failing.setdefault(exercise, []).append(gid)
-            sentences[gid] = (words, exercise)
     depends = learning.depends_on(source)
     failed = {learning.exercise_of(cells[gid], exercises) for gid, check in checks.items()
               if not check["passed"] and gid in cells}
@@ -138,19 +138,18 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
         named = [] if exercise not in known or not own else [
             key for key, cell_outcomes in known[exercise].items()
             if all(g in outcomes and g in cell_outcomes and same_outcome(cell_outcomes[g], outcomes[g]) for g in own)]
-        where = heading(source, indices, exercise)
-        if upstream.get(exercise):
-            first = upstream[exercise][0]
-            sentences.update({gid: (f"{sentences[gid][0]}; it uses {heading(source, indices, first) or first}, "
-                                    "whose tests fail too: look there first", exercise) for gid in gids})
+        where, first = heading(source, indices, exercise), (upstream.get(exercise) or [None])[0]
+        upstream_heading = heading(source, indices, first)
+        after = (f"; it uses {first}" + (f" ({upstream_heading})" if upstream_heading else "")
+                 + ", whose tests fail too: look there first") if first else ""
         for gid in gids:
-            checks[gid]["mistakes"] = named
-            words = sentences[gid][0]
+            checks[gid]["mistakes"] = list(named)
             test = "hidden test" if gid in cells and notebooks.HIDDEN_MARKERS[0] in cells[gid].source else "test"
             if named:
                 sentences[gid] = ("This looks like a known mistake: " + " Or: ".join(says[k].rstrip(".") for k in named)
                                   + (f" (see {where})." if where else "."))
             else:
                 under = where or heading(source, indices, gid)  # a test of no exercise: the part it is in
-                sentences[gid] = f"The {test} {gid}" + (f" of {under}" if under else "") + f" failed: {words}."
+                sentences[gid] = (f"The {test} {gid}" + (f" of {under}" if under else "")
+                                  + f" failed: {words[gid]}{after}.")
     return checks, sentences

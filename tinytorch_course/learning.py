@@ -1,18 +1,18 @@
 """What each catalogued mistake (`mistakes`) records at its exercise's test cells, learned by running it.
 
 For an exercise E and a hidden-input seed (a variant's, `hidden_inputs.seed`), `learned` runs the
-source notebook once per mistake of E, with that mistake in E's solution cell, cut after E's own test
-cells (`through_own_tests`): a process runs the notebook from the top up to E (then on to the next
-exercise to learn) and each mistake's cells in a fork of itself (`ForkedCells`, `forked_cells.py`). What it keeps, for each mistake and each of E's
-test cells, is the cell's records and the error it raised: `{mistake key: {grade id: {"records":
-[...], "error": class name or None, "message": its text}}}`, where a mistake's key is `"<cell>:<what>"`. An entry is
-cached like the answer keys, under the digest of what it is made from (the notebook, the package,
-the grading code, this module and its runner, the exercise's mistakes as the catalogue file gives
-them, but their `says`, and the seed), and made lazily:
-grading learns an exercise's mistakes only when a submission failed one of its tests
-(`sandbox.SandboxedExecute._judge`). Concurrent workers wait for each other on a lock: one learns,
-the others read. `write_kit_file` keeps what the learner's kit may know of them: how each fails the
-visible tests.
+source notebook once per mistake of E, with that mistake in E's solution cell, cut after E's own
+test cells (`through_own_tests`): a process runs the notebook from the top up to E (then on to the
+next exercise to learn) and each mistake's cells in a fork of itself (`ForkedCells`,
+`forked_cells.py`). What it keeps, for each mistake and each of E's test cells, is the cell's
+records and the error it raised: `{mistake key: {grade id: {"records": [...], "error": class name or
+None, "message": its text}}}`, where a mistake's key is `"<cell>:<what>"`. An entry is cached like
+the answer keys, under the digest of what it is made from (the notebook, the package, the grading
+code, this module and its runner, the exercise's mistakes as the catalogue file gives them, but
+their `says`, and the seed), and made lazily: grading learns an exercise's mistakes only when a
+submission failed one of its tests (`sandbox.SandboxedExecute._judge`). Concurrent workers wait for
+each other on a lock: one learns, the others read. `write_kit_file` keeps what the learner's kit may
+know of them: how each fails the visible tests.
 """
 import fcntl
 import functools
@@ -87,7 +87,8 @@ def bound_and_read(source):
 def cell_names(notebook):
     """`[(bound, read)]` of each cell (nothing for markdown and for cells graded runs skip)."""
     skipped = notebooks.skipped_when_graded(notebook)
-    return [bound_and_read(c.source) if c.cell_type == "code" and c.source not in skipped else (frozenset(), frozenset())
+    nothing = (frozenset(), frozenset())
+    return [bound_and_read(c.source) if c.cell_type == "code" and c.source not in skipped else nothing
             for c in notebook.cells]
 
 
