@@ -33,3 +33,11 @@ def fill_solutions(workspace, module_id, course=REPO):
         if notebooks.is_solution(cell):
             cell.source = notebooks.without_markers(source[notebooks.grade_id(cell)].source)
     notebooks.write(notebook, path)
+
+
+def course_command(course, *args):
+    """`./course ARGS` in a copy of the course (its own tinytorch_course, so that ROOT is the copy)."""
+    result = subprocess.run([sys.executable, "-m", "tinytorch_course", *map(str, args)], cwd=course,
+                            capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, f"./course {' '.join(map(str, args))}:\n{result.stdout}{result.stderr}"
+    return result.stdout

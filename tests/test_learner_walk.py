@@ -17,7 +17,7 @@ import pytest
 from tinytorch_course import notebooks
 from tinytorch_course.workspace import KIT_NAME, make_workspace
 from conftest import REPO, copy_course
-from learner_kit import fill_solutions, learn, shows
+from learner_kit import course_command, fill_solutions, learn, shows
 
 MODULES = notebooks.module_ids(REPO)
 STUDENT = "walker-1"
@@ -46,14 +46,6 @@ def walk_modules(workspace, module_ids, course=REPO):
                 problems[module_id] = f"`./learn {command} {module_id[:2]}` exited {code}:\n{out}"
                 break
     return problems
-
-
-def course_command(course, *args):
-    """`./course ARGS` in a copy of the course (its own tinytorch_course, so that ROOT is the copy)."""
-    result = subprocess.run([sys.executable, "-m", "tinytorch_course", *map(str, args)], cwd=course,
-                            capture_output=True, text=True, timeout=1800)
-    assert result.returncode == 0, f"./course {' '.join(map(str, args))}:\n{result.stdout}{result.stderr}"
-    return result.stdout
 
 
 def grade_as_instructor(built_course, base, submission):

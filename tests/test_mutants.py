@@ -1,17 +1,15 @@
 """Tests have teeth: every plausible wrong answer in mistakes/ (the catalogue) loses points on a hidden test,
 and on a visible test too (so the learner finds out before grading) unless it is tagged
 hidden-only with a reason."""
-import functools
-import symtable
 from collections import Counter
 
 import nbformat
 import pytest
-from IPython.core.inputtransformer2 import TransformerManager
 
 from tinytorch_course import mistakes, notebooks
+from tinytorch_course.learning import ForkedCells, through_own_tests, with_cell_replacement
 from conftest import REPO
-from notebook_scoring import ForkedCells, execute, reference, test_scores as score_cells, with_cell_replacement
+from notebook_scoring import execute, reference, test_scores as score_cells
 
 MIN_VISIBLE_RATE = 0.8  # of a module's mutants, the share its visible tests must catch
 SAYS_MAX = 240  # characters of the sentence a learner who made a mistake is shown
@@ -35,55 +33,6 @@ def hidden_test_ids(notebook):
 @pytest.fixture(scope="session")
 def answer_keys(shared_grading_cache):
     return lambda module_id: reference(module_id, shared_grading_cache / "answer-keys")
-
-
-def exercise_of(test_cell, exercise_ids):
-    """The exercise whose tests `test_cell` is (its grade id is `<exercise>_...`), or None."""
-    gid = notebooks.grade_id(test_cell)
-    return max((e for e in exercise_ids if gid.startswith(e + "_")), key=len, default=None)
-
-
-@functools.lru_cache(maxsize=None)  # a notebook's cells are parsed once, not once per mutant
-def bound_and_read(source):
-    """The global names a code cell binds, and those it (or a function it defines) reads without
-    binding them itself."""
-    top = symtable.symtable(TransformerManager().transform_cell(source), "<cell>", "exec")
-    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
-    read, scopes = set(), [top]
-    while scopes:
-        scope = scopes.pop()
-        scopes.extend(scope.get_children())
-        read.update(s.get_name() for s in scope.get_symbols()
-                    if s.is_referenced() and (scope is top or s.is_global()))
-    return frozenset(bound), frozenset(read - bound)
-
-
-def through_own_tests(notebook, cell_id):
-    """The cells a mutant of exercise `cell_id` is first judged by: `notebook` cut after the
-    exercise's last test cell (`<cell_id>_visible`, `<cell_id>_hidden`, ...), without the test cells
-    of earlier exercises, except those that last bound a name a kept cell reads."""
-    exercises = {notebooks.grade_id(c) for c in notebook.cells if notebooks.is_solution(c)}
-    own = [i for i, c in enumerate(notebook.cells)
-           if notebooks.is_test(c) and exercise_of(c, exercises) == cell_id]
-    cut = nbformat.from_dict(notebook)
-    if not own:
-        return cut
-    cut.cells = cut.cells[:own[-1] + 1]
-    skipped = notebooks.skipped_when_graded(notebook)
-    names = [bound_and_read(c.source) if c.cell_type == "code" and c.source not in skipped else (set(), set())
-             for c in cut.cells]
-    keep = {i for i, c in enumerate(cut.cells) if not notebooks.is_test(c) or exercise_of(c, exercises) == cell_id}
-    while True:
-        last_binder, needed = {}, set()
-        for i, (bound, read) in enumerate(names):
-            if i in keep:
-                needed.update(last_binder[n] for n in read if n in last_binder)
-            last_binder.update(dict.fromkeys(bound, i))
-        if needed <= keep:
-            break
-        keep |= needed
-    cut.cells = [c for i, c in enumerate(cut.cells) if i in keep]
-    return cut
 
 
 def lost_on(executed, records, answer_key):
@@ -121,7 +70,7 @@ def forked_runs(tmp_path_factory, answer_keys):
             if lost:
                 forked.close()
                 pytest.fail(f"the answer key of {module_id} loses points on {sorted(lost)} when run by "
-                            "tests/forked_cells.py: it does not run cells as the grading kernel does")
+                            "tinytorch_course/forked_cells.py: it does not run cells as the grading kernel does")
             made[key] = forked
         return made[key]
 

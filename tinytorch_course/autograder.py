@@ -34,7 +34,7 @@ from .nbgrader_api import CourseError, api, check, install_grader_kernel, load_c
 from .progress import Progress
 
 STATUS_FILE = "grading-status.json"  # instructor state, next to the gradebook
-PROTECTED = ["nbgrader_config.py", "modules", "release", "solutions", "submitted", "tinytorch"]
+PROTECTED = ["nbgrader_config.py", "modules", "mistakes", "release", "solutions", "submitted", "tinytorch"]
 MAX_NOTEBOOK_BYTES = 64 << 20
 
 
@@ -369,7 +369,8 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
     """Autograde `modules` x `students` (default: all) with `jobs` worker processes.
 
     Returns `{module: {student: entry}}` for what was graded now, where entry holds `status`
-    (graded, review, failed, missing), `score`, `max_score`, `reasons`, `notes`; the same lands
+    (graded, review, failed, missing), `score`, `max_score`, `reasons`, `notes`, and for a scored
+    one `checks` (`{grade id: {"passed", "mistakes", "difference", "signature"}}`: `diagnose`); the same lands
     in `grading-status.json` (merged with earlier runs) for `summary`.
     """
     root = Path(root).resolve()
@@ -435,6 +436,8 @@ def autograde_class(root, modules=None, students=None, jobs=None, limits=None, f
                         entry["status"] = "failed"
                         entry["reasons"] = entry["reasons"] + [f"recording the grade failed: {one_line(error)}"]
                     else:
+                        if job.get("checks") is not None:
+                            entry["checks"] = job["checks"]  # `diagnose.diagnose`: for the class report
                         if job.get("feedback_html"):
                             with_feedback.append(job)
                 outcome[job["module"]][job["student"]] = entry

@@ -23,7 +23,7 @@ SAMPLE_CLASS = {  # student id -> (first name, what the learner hands in)
 DEMO_FOLDER = Path("artifacts") / "demo"  # in the course folder (git ignores artifacts/)
 # What a course build reads and writes: a copy of these is a course of its own (nbgrader_config.py
 # puts the course root and the gradebook beside itself).
-COURSE_FILES = ["modules", "tinytorch", "release", "solutions", "nbgrader_config.py", "settings.ini"]
+COURSE_FILES = ["modules", "mistakes", "tinytorch", "release", "solutions", "nbgrader_config.py", "settings.ini"]
 # Kept from an earlier demo: answer keys and reference packages (named by digest: safe to reuse), and
 # the demo's own grading secret and term (`hidden_inputs`), so that its answer keys are made once.
 KEPT = {".grading-cache", hidden_inputs.SECRET_FILE, hidden_inputs.TERM_FILE}

@@ -45,7 +45,7 @@ from .workspace import KIT_NAME, learner_lock, make_workspace
 FILES = Path(__file__).resolve().parent / "hub_files"
 COURSE_FOLDER = "tinytorch-course"  # in the instructor's home
 # What the instructor's copy of the course holds (runtime state, such as the gradebook, is made there).
-COURSE_FILES = ["modules", "tinytorch", "tinytorch_course", "release", "solutions", "nbgrader_config.py",
+COURSE_FILES = ["modules", "mistakes", "tinytorch", "tinytorch_course", "release", "solutions", "nbgrader_config.py",
                 "settings.ini"]
 ACCOUNT = re.compile(r"^[a-z][a-z0-9-]{0,31}$")  # a student id that is also a valid system account
 # Learners' servers: the nbgrader panels that only an instructor uses are off.

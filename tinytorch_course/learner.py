@@ -305,6 +305,28 @@ def failure(cell):
     return None
 
 
+def known_mistakes(root, mid, executed):
+    """`{visible test: sentence}`: the failing visible tests whose exercise's visible cells failed
+    exactly as a catalogued mistake's do (tinytorch_kit/mistakes.json, made by the course's build:
+    each mistake's error class and message in each visible cell of its exercise, and its sentence)."""
+    path = Path(root) / "tinytorch_kit" / "mistakes.json"
+    if not path.is_file():
+        return {}
+
+    def shown(cell):
+        error = next((o for o in cell.get("outputs", []) if o.output_type == "error"), None)
+        return error and [error.ename, error.evalue]
+
+    cells = nbcells.cells_by_id(executed)
+    found = {}
+    for mistake in json.loads(path.read_text()).get(mid, {}).get("mistakes", []):
+        if all(g in cells and shown(cells[g]) == fails for g, fails in mistake["visible"].items()):
+            for gid, fails in mistake["visible"].items():
+                if fails:
+                    found.setdefault(gid, mistake["says"])
+    return found
+
+
 def do_check(root, key, log=print):
     """Run a module's visible tests on the notebook and on the exported package; print a table."""
     mid = module_id(root, key)
@@ -331,7 +353,7 @@ def do_check(root, key, log=print):
               for c in (release or notebook).cells if is_visible_test(c)}
     stale = out_of_date(root, mid) if exported else []
     passed = all(reason is None for reason in results.values()) and not stale
-    log(format_check(mid, dotted, tests, points, results, exported, stale))
+    log(format_check(mid, dotted, tests, points, results, exported, stale, known_mistakes(root, mid, runs["notebook"])))
     for run, executed in runs.items():
         if KERNEL_DIED in executed.metadata:
             log(f"\nkernel died ({'in the notebook' if run == 'notebook' else f'against tinytorch.{dotted}'}): "
@@ -356,8 +378,9 @@ def first_other_error(executed):
     return None
 
 
-def format_check(mid, dotted, tests, points, results, exported, stale=()):
-    """The check's table; `stale`: the package files older than the notebook's exported cells."""
+def format_check(mid, dotted, tests, points, results, exported, stale=(), known=None):
+    """The check's table; `stale`: the package files older than the notebook's exported cells;
+    `known`: `known_mistakes` in the notebook's run."""
     def mark(reason):
         return "pass" if reason is None else "FAIL"
 
@@ -379,6 +402,8 @@ def format_check(mid, dotted, tests, points, results, exported, stale=()):
         gid, run = first
         lines += ["", f"first failure: {gid} ({'in the notebook' if run == 'notebook' else 'package'})",
                   f"    {results[gid, run]}"]
+        if run == "notebook" and (known or {}).get(gid):
+            lines.append(f"    this looks like a known mistake: {known[gid]}")
     if not exported or stale:
         lines += ["", f"next: export your code with `./learn export {mid[:2]}`, then check again"]
     elif all(r is None for r in results.values()):

@@ -50,7 +50,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
-from . import cgroups, grading_cache, hidden_inputs, notebooks, verdicts
+from . import cgroups, diagnose, grading_cache, hidden_inputs, learning, mistakes, notebooks, verdicts
 from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 
 HERE = Path(__file__).resolve().parent
@@ -242,6 +242,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
                     raise
                 crashes.append((self._running, reset, self._kernel_log))
         notes = [self._explain_crash(nb, executed, *crash) for crash in crashes]
+        self._diagnosis = (root, module_id, self.cache_dir or default_cache_dir(root))
         reasons, judged_notes = self._judge(executed, answer_key, guard_records)
         reasons = outcome.get("over_limit", []) + reasons
         notes += judged_notes
@@ -401,8 +402,9 @@ class SandboxedExecute(verdicts.RecordingExecute):
         cells = notebooks.cells_by_id(nb)
         overruled = sorted(gid for gid, v in judged.items()
                            if v.failures and not v.interference and not verdicts.kernel_failed(cells[gid]))
+        notes = self._explain_failures(nb, answer_key, judged)
         verdicts.mark_failures(nb, judged)
-        reasons, notes = [], []
+        reasons = []
         hidden_errors = sorted(gid for gid, v in judged.items() if v.interference)
         if hidden_errors:
             reasons.append("the kernel reported no error where the grader's checks failed or did not "
@@ -421,6 +423,27 @@ class SandboxedExecute(verdicts.RecordingExecute):
         if overruled:
             notes.append(f"the grader's own checks failed where the notebook's did not: {', '.join(overruled)}")
         return sorted(set(reasons), key=reasons.index), notes
+
+
+    def _explain_failures(self, nb, answer_key, judged):
+        """Name each failing test cell's known mistake or kind of difference (`diagnose`), in an output
+        of the cell and in the job's `checks`; `[note]` if that could not be done."""
+        root, module_id, cache_dir = self._diagnosis
+        try:
+            checks, sentences = diagnose.diagnose(
+                notebooks.read(notebooks.notebook_path(root, "modules", module_id)), nb, self.cell_records,
+                answer_key, judged,
+                lambda exercises: learning.learned(root, module_id, Path(cache_dir) / "mistakes", self._hidden_seed,
+                                                   exercises),
+                mistakes.catalogue(root, module_id))
+        except Exception as error:  # noqa: BLE001  (the scores stand without it)
+            return [f"the feedback on failed checks could not be made: {type(error).__name__}: {str(error)[:200]}"]
+        if self.job is not None:
+            self.job["checks"] = checks
+        cells = notebooks.cells_by_id(nb)
+        for gid, sentence in sentences.items():
+            cells[gid].outputs.append(nbformat.v4.new_output("stream", name="stderr", text=f"Feedback: {sentence}\n"))
+        return []
 
 
 def cell_to_reset(notebook, running, stubs):

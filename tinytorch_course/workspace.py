@@ -9,8 +9,9 @@ The kit is a folder `tinytorch-workspace/`:
     tinytorch/                  the learner's package: only its hand-written modules (__init__.py, testing.py, ...)
                                 until they export
     tinytorch_kit/              the commands behind ./learn (tinytorch_course/learner.py, nbcells.py and kernels.py),
-                                an untouched copy of each release notebook, and JupyterLab's settings
-                                overrides for ./learn lab (lab-settings/)
+                                an untouched copy of each release notebook, JupyterLab's settings
+                                overrides for ./learn lab (lab-settings/), and mistakes.json: how each
+                                catalogued mistake fails the visible tests, and its sentence for the learner
     milestones/                 programs that run on the learner's own package
 """
 import shutil
@@ -37,6 +38,7 @@ COPIED = {
     "tinytorch_kit/__init__.py": "@learner.py", "tinytorch_kit/nbcells.py": "@nbcells.py",
     "tinytorch_kit/kernels.py": "@kernels.py",
     "tinytorch_kit/lab-settings/overrides.json": "@kit/lab-overrides.json", "settings.ini": "settings.ini",
+    "tinytorch_kit/mistakes.json": "mistakes/kit.json",
 }  # and the package's hand-written modules (`hand_written`); README.md is made from kit/README.md
 # Pinned in the course's requirements.lock for its own test suite (the browser test among them);
 # learners' notebooks and commands never use them, so the kit's lock leaves them out. (uv stays: the

@@ -1,6 +1,6 @@
 """Run the cells of many variants of one notebook that share their first cells, as the grading
 kernel runs them but without a kernel per variant: a process runs the shared cells once, then each
-variant's other cells in a fork of itself (tests/test_mutants.py: each mutant of an exercise is the
+variant's other cells in a fork of itself (`learning`: each mistake of an exercise is the
 same notebook up to the exercise's cell).
 
 Run as `python -I forked_cells.py`: it reads one JSON request a line on stdin and answers each with one

@@ -1,0 +1,255 @@
+"""Issue #39's Done-when test: feedback names the learner's catalogued mistakes, all of them and no others.
+
+A generated class of module 01, graded through the instructor's real route (`./course grade roster`,
+`collect --folder`, `run`; one variant): each learner's notebook is the reference solution with zero
+to three catalogued mistakes (seeded), of exercises that do not depend on each other (derived from the
+notebook: `learning.depends_on`), plus learners who share one mistake that this course copy's catalogue leaves
+out. Every injected catalogued mistake is named in the learner's `checks` (grading-status.json) and
+feedback page, no mistake the learner did not make is named, the learners of the left-out mistake
+get equal signatures at its exercise (a cluster for the class report), and no feedback line holds a
+hidden-test line or a number of a hidden record.
+"""
+import html
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from tinytorch_course import diagnose, hidden_inputs, learning, mistakes, notebooks, sandbox, verdicts
+from tinytorch_course.feedback import hidden_lines
+from tinytorch_course.nbgrader_api import GRADER_KERNEL
+from conftest import REPO
+from learner_kit import course_command
+
+MODULE = "01_tensor"
+LEARNERS = 32  # with 0 to 3 catalogued mistakes each
+LEFT_OUT_LEARNERS = 3
+pytestmark = pytest.mark.xdist_group("mistake_feedback")  # the class is graded once, on one worker
+
+
+def usable(root, source, seed, key):
+    """The catalogued mistakes that their own exercise's tests tell apart: from the answer key and
+    from every other mistake of the exercise (a mistake that records what another does cannot be
+    named alone)."""
+    cache = sandbox.default_cache_dir(root) / "mistakes"
+    found = []
+    for exercise, learned in learning.learned(root, MODULE, cache, seed, sorted(learning.exercise_ids(source))).items():
+        for name, outcome in learned.items():
+            caught = any(diagnose.difference(key[gid], cell)[0] for gid, cell in outcome.items())
+            twins = [other for other, theirs in learned.items() if other != name
+                     and all(diagnose.same_outcome(theirs[g], outcome[g]) for g in outcome)]
+            if caught and not twins:
+                found.append(name)
+    return found
+
+
+def reaches(depends):
+    """`depends` (`learning.depends_on`) closed over exercises: a mistake in A can fail C's tests, and
+    grading names no mistake of an exercise B that uses a failing C."""
+    found = {exercise: set(uses) for exercise, uses in depends.items()}
+    while True:
+        grown = {exercise: uses.union(*(found[u] for u in uses)) for exercise, uses in found.items()}
+        if grown == found:
+            return found
+        found = grown
+
+
+def draw_class(catalogue, names, depends):
+    """`{student: [mistake key]}`: the seeded class, each learner's mistakes of exercises apart."""
+    rng = np.random.default_rng(39)
+    queue, made = [], {}
+    for n in range(LEARNERS):
+        chosen = []
+        for _ in range(int(rng.integers(0, 4))):
+            if not queue:
+                queue = [str(name) for name in rng.permutation(names)]
+            for candidate in list(queue):
+                cell = catalogue[candidate].cell
+                if all(cell != catalogue[c].cell and cell not in depends[catalogue[c].cell]
+                       and catalogue[c].cell not in depends[cell] for c in chosen):
+                    chosen.append(candidate)
+                    queue.remove(candidate)
+                    break
+        made[f"learner-{n:02d}"] = chosen
+    return made
+
+
+@pytest.fixture(scope="module")
+def graded_class(built_course, tmp_path_factory):
+    base = tmp_path_factory.mktemp("mistake-feedback")
+    root = base / "course"
+    shutil.copytree(built_course, root)
+    shutil.copytree(REPO / "tinytorch_course", root / "tinytorch_course", ignore=shutil.ignore_patterns("__pycache__"))
+    source = notebooks.read(notebooks.notebook_path(root, "modules", MODULE))
+    seed = hidden_inputs.seed(root, MODULE, 0)
+    key = verdicts.reference_records(root, MODULE, sandbox.default_cache_dir(root) / "answer-keys", GRADER_KERNEL,
+                                     seed, seed)
+    catalogue = {learning.mistake_key(m): m for m in mistakes.catalogue(root, MODULE)}
+    names = usable(root, source, seed, key)
+    per_exercise = {}
+    for name in names:
+        per_exercise.setdefault(catalogue[name].cell, []).append(name)
+    left_out = next(n for n in names if len(per_exercise[catalogue[n].cell]) > 1)  # its exercise has others
+    names.remove(left_out)
+    path = mistakes.catalogue_path(root, MODULE)
+    path.write_text(path.read_text() + f"\nMISTAKES = [m for m in MISTAKES if f'{{m.cell}}:{{m.what}}' != {left_out!r}]\n")
+    made = draw_class(catalogue, names, reaches(learning.depends_on(source)))
+    made.update({f"left-out-{n}": [left_out] for n in range(LEFT_OUT_LEARNERS)})
+    solved = notebooks.read(notebooks.notebook_path(root, "solutions", MODULE))
+    hand_ins = base / "hand-ins"
+    for student, chosen in made.items():
+        notebook = solved
+        for name in chosen:
+            notebook = learning.with_cell_replacement(notebook, catalogue[name].cell, catalogue[name].old,
+                                                      catalogue[name].new)
+        notebooks.write(notebook, hand_ins / student / f"{MODULE}.ipynb")
+    roster = base / "roster.csv"
+    roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s},Learner,\n" for s in made))
+    course_command(root, "grade", "roster", roster)
+    course_command(root, "grade", "collect", MODULE[:2], "--folder", hand_ins)
+    course_command(root, "grade", "run", MODULE[:2], "--jobs", "2")
+    status = json.loads((root / "grading-status.json").read_text())[MODULE]
+    pages = {s: html.unescape((root / "feedback" / s / MODULE / f"{MODULE}.html").read_text()) for s in made}
+    return {"root": root, "made": made, "left_out": left_out, "catalogue": catalogue, "status": status,
+            "pages": pages, "key": key, "source": source}
+
+
+def named(entry):
+    return {name for check in entry["checks"].values() for name in check["mistakes"]}
+
+
+def test_every_injected_mistake_is_named_and_no_other(graded_class):
+    made, status, catalogue = graded_class["made"], graded_class["status"], graded_class["catalogue"]
+    injected = sum(len(chosen) for student, chosen in made.items() if not student.startswith("left-out"))
+    assert injected >= 30 and sum(1 for c in made.values() if c) >= 20
+    for student, chosen in made.items():
+        entry = status[student]
+        assert entry["status"] == "graded", entry
+        expected = set() if student.startswith("left-out") else set(chosen)
+        assert named(entry) == expected, (student, chosen)
+        shown = graded_class["pages"][student]
+        for name in expected:
+            mistake = catalogue[name]
+            assert f"This looks like a known mistake: {(mistake.says or mistake.what).rstrip('.')}" in shown, name
+        assert ("This looks like a known mistake" in shown) == bool(expected)
+        if not chosen:
+            assert entry["score"] == entry["max_score"] and all(c["passed"] for c in entry["checks"].values())
+
+
+def test_checks_give_the_class_report_its_interface(graded_class):
+    for entry in graded_class["status"].values():
+        assert set(entry["checks"]) == set(graded_class["key"])  # every graded test cell
+        for check in entry["checks"].values():
+            assert set(check) == {"passed", "mistakes", "difference", "signature"}
+            assert check["difference"] in (None, "missing", "error", "shape", "dtype", "values")
+            assert not check["passed"] or (check["difference"] is None and not check["mistakes"])
+            assert isinstance(check["signature"], str) and len(check["signature"]) == 12
+
+
+def test_the_left_out_mistake_is_a_cluster_of_unnamed_failures(graded_class):
+    status, left_out = graded_class["status"], graded_class["left_out"]
+    exercise = graded_class["catalogue"][left_out].cell
+    failing = [{gid: check["signature"] for gid, check in status[s]["checks"].items()
+                if not check["passed"] and check["difference"]}
+               for s in graded_class["made"] if s.startswith("left-out")]
+    assert failing[0] and all(f == failing[0] for f in failing)  # the same failures, the same signatures
+    assert all(gid.startswith(exercise) for gid in failing[0])
+    others = {check["signature"] for s, entry in status.items() if not s.startswith("left-out")
+              for gid, check in entry["checks"].items() if gid in failing[0]}
+    assert not set(failing[0].values()) & others  # no other learner's failure shares it
+    for student in graded_class["made"]:
+        if student.startswith("left-out"):
+            assert re.search(rf"The (hidden )?test {exercise}_\w+ of [^\n]* failed: ", graded_class["pages"][student])
+
+
+def test_feedback_lines_hold_no_hidden_line_nor_hidden_number(graded_class):
+    source = graded_class["source"]
+    release = notebooks.notebook_path(graded_class["root"], "release", MODULE).read_text()
+    secret = {line for line in hidden_lines(source) if line not in release}
+    numbers = {m for records in graded_class["key"].values() for entry in records if entry.get("informative")
+               for m in re.findall(r"\d+\.\d{3,}|\d{3,}", json.dumps(entry.get("got")))}
+    for student, page in graded_class["pages"].items():
+        assert not [line for line in secret if line in page], student
+        lines = re.findall(r"Feedback: [^\n<]*", page)
+        assert len(lines) == sum(1 for c in graded_class["status"][student]["checks"].values()
+                                 if not c["passed"] and c["difference"])
+        for line in lines:
+            assert not [n for n in numbers if n in line], line
+
+
+# ---------------------------------------------------------------- the learner's kit
+
+
+def kit_file():
+    return json.loads((REPO / learning.KIT_FILE).read_text())
+
+
+def test_the_kit_file_is_current_and_holds_no_code_of_the_catalogue_nor_solution_lines():
+    data = kit_file()
+    assert sorted(data) == notebooks.module_ids(REPO)
+    shown = json.dumps(data)
+    for module_id in data:
+        assert data[module_id]["digest"] == learning.kit_digest(REPO, module_id), f"{module_id}: run ./course build"
+        source = notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))
+        release = notebooks.notebook_path(REPO, "release", module_id).read_text()
+        solution = {line.strip() for c in source.cells if notebooks.is_solution(c) for line in c.source.splitlines()}
+        secret = {line for line in solution | hidden_lines(source) if len(line) >= 20 and line not in release}
+        texts = [text for m in mistakes.catalogue(REPO, module_id) for text in (m.old.strip(), m.new.strip())]
+        text = json.dumps(data[module_id])
+        assert not [line for line in secret if json.dumps(line)[1:-1] in text], module_id
+        assert not [t for t in texts if len(t) >= 12 and t not in release and json.dumps(t)[1:-1] in text], module_id
+    assert len(re.findall(r'"says"', shown)) >= 100  # most catalogued mistakes are there
+
+
+def test_learn_check_names_a_catalogued_mistake_of_its_first_failure(tmp_path):
+    """The kit's own kernel (`learner.execute`) on the notebook with one catalogued mistake, and on the
+    solved one: the sentence for the mistake made, no sentence without one."""
+    from tinytorch_course import learner
+
+    (tmp_path / "tinytorch_kit").mkdir()
+    shutil.copy(REPO / learning.KIT_FILE, tmp_path / "tinytorch_kit" / "mistakes.json")
+    source = notebooks.read(notebooks.notebook_path(REPO, "modules", MODULE))
+    entries = kit_file()[MODULE]["mistakes"]
+    mistake = next(m for m in mistakes.catalogue(REPO, MODULE)
+                   if m.cell == "contiguous_strides" and any((m.says or m.what) == e["says"] for e in entries))
+    wrong = learner.execute(REPO, learning.with_cell_replacement(source, mistake.cell, mistake.old, mistake.new),
+                            tmp_path)
+    assert set(learner.known_mistakes(tmp_path, MODULE, wrong).values()) == {mistake.says or mistake.what}
+    solved = learner.execute(REPO, source, tmp_path)
+    assert learner.known_mistakes(tmp_path, MODULE, solved) == {}
+    table = learner.format_check(MODULE, "tensor_base", ["contiguous_strides_visible"], {"contiguous_strides_visible": 1},
+                                 {("contiguous_strides_visible", "notebook"): "AssertionError: ...",
+                                  ("contiguous_strides_visible", "package"): None}, True, (),
+                                 learner.known_mistakes(tmp_path, MODULE, wrong))
+    assert f"first failure: contiguous_strides_visible (in the notebook)\n    AssertionError: ...\n" \
+           f"    this looks like a known mistake: {mistake.says or mistake.what}" in table
+
+
+# ---------------------------------------------------------------- the kinds of difference, on their own
+
+
+def test_each_kind_of_difference_is_named_without_the_values():
+    from tinytorch.testing import to_plain
+
+    def entry(value, line=1, kind="record"):
+        return {"kind": kind, "what": "the result", "loc": ["<cell>", line], "got": to_plain(value)}
+
+    key = [entry(np.array([[1.5, 2.5]], np.float32))]
+
+    def kind(got, error=None):
+        return diagnose.difference(key, {"records": got, "error": error})
+
+    assert kind([entry(np.array([1.5, 2.5], np.float32))]) == ("shape", "the result's shape differs from the answer key's")
+    assert kind([entry(np.array([[1.5, 2.5]]))])[0] == "dtype"
+    assert kind([entry(np.array([[1.5, 2.75]], np.float32))]) == ("values", "the result's values differ from the answer key's")
+    assert kind([entry(ValueError("1.5"))]) == ("error", "raised ValueError where the answer key raised none")
+    assert kind([], "KeyError") == ("error", "raised KeyError where the answer key raised none")
+    assert kind([])[0] == kind([entry(np.array([[1.5, 2.5]], np.float32), line=2)])[0] == "missing"
+    assert kind(key) == (None, "")
+    for got in ([entry(np.array([1.5, 2.5], np.float32))], [entry(np.array([[1.5, 2.75]], np.float32))]):
+        assert "1.5" not in kind(got)[1] and "2.5" not in kind(got)[1]
+    signature = diagnose.signature({"records": key, "error": None})
+    assert signature == diagnose.signature({"records": [dict(key[0], passed=True)], "error": None})
+    assert signature != diagnose.signature({"records": [entry(np.array([[1.5, 2.75]], np.float32))], "error": None})

@@ -1,0 +1,155 @@
+"""What a failed test cell tells the learner and the instructor: a known mistake, or a kind of difference.
+
+For each exercise with a failing test cell, the learner's records at the exercise's test cells are
+matched against what each catalogued mistake of the exercise records there (`learning.learned`, with
+the learner's own hidden inputs): a mistake is named only when every record of every test cell of
+the exercise matches it (each compared as `verdicts._judge_pair` compares a hidden record with the
+answer key's: the mistake's recorded result in the key's place) and each cell raised the same error
+class. A mistake in an earlier exercise that this one uses may change its records, even into those
+of one of its own catalogued mistakes: so an exercise that uses a failing one
+(`learning.depends_on`) names nothing (unless the failing one comes later in the notebook and uses
+this one: its tests may fail because of this exercise's mistake). Where nothing is named, the
+feedback says which check failed and the kind of difference from the answer key (`difference`):
+"missing" (the checks did not run as the key's), "error", "shape", "dtype" or "values", worded
+without any value a hidden test computed. `signature` is a short digest of a cell's records: two
+learners of one variant whose records are the same have the same signature (a cluster of one unknown
+mistake, for the class report).
+"""
+import hashlib
+import json
+
+from tinytorch.testing import ErrorValue, decoded
+
+from . import learning, notebooks, verdicts
+from .nbcells import heading_before
+
+
+def own_records(reference, records):
+    """The learner's records placed in the files the answer key's records name (as `judge_cell`)."""
+    files = {place[0] for _, place in map(verdicts._key, reference) if place}
+    return [entry for entry in records if (verdicts._key(entry)[1] or ("",))[0] in files]
+
+
+def same_outcome(expected, got):
+    """A learner's cell (`{"records", "error"}`) matches a mistake's: the same error class, the same
+    checks in the same places, each result equal to the mistake's."""
+    want, have = expected["records"], own_records(expected["records"], got["records"])
+    return (expected["error"] == got["error"] and len(want) == len(have)
+            and all(verdicts._key(w) == verdicts._key(h) and verdicts._judge_pair(dict(w, kind="record"), h)[0]
+                    for w, h in zip(want, have)))
+
+
+def _error_name(value):
+    return str(value.classes[0])[:80] if isinstance(value, ErrorValue) else None  # named by the submission
+
+
+def _kind_of(expected, got_entry):
+    """`(kind, words)` of one failed check: how the learner's result differs from the key's."""
+    kind = expected["kind"]
+    got = decoded(got_entry.get("got"))
+    if kind == "true":
+        return "values", "a property the answer key's result has does not hold for yours"
+    if kind == "raises":
+        want_error = expected["expected"]
+    else:
+        want = decoded(expected.get("want" if kind in ("equal", "close") else "got"))
+        want_error = _error_name(want)
+    if want_error or _error_name(got):
+        if _error_name(got) == want_error:
+            return "error", f"raised {want_error} as the answer key did, but its message does not say what it should"
+        return "error", f"raised {_error_name(got) or 'no error'} where the answer key raised {want_error or 'none'}"
+    if type(got) is not type(want) and not all(isinstance(v, (int, float)) for v in (got, want)):
+        return "values", f"the result is a {type(got).__name__} where the answer key's is a {type(want).__name__}"
+    if hasattr(got, "shape") and hasattr(want, "shape") and got.shape != want.shape:
+        return "shape", "the result's shape differs from the answer key's"
+    if hasattr(got, "dtype") and hasattr(want, "dtype") and got.dtype != want.dtype:
+        return "dtype", f"the result's dtype is {got.dtype} where the answer key's is {want.dtype}"
+    return "values", "the result's values differ from the answer key's"
+
+
+def difference(reference, outcome):
+    """`(kind, words)`: how a cell's `outcome` (`{"records", "error"}`) differs from the answer key's
+    records `reference`; `(None, "")` where its own records match (it failed only with its exercise)."""
+    have = own_records(reference, outcome["records"])
+    for expected, got in zip(reference, have):
+        if verdicts._key(expected) != verdicts._key(got):
+            return "missing", "its checks did not run as the answer key's did"
+        try:
+            if not verdicts._judge_pair(expected, got)[0]:
+                return _kind_of(expected, got)
+        except Exception:  # noqa: BLE001  (records are untrusted data)
+            return "values", "a result could not be read"
+    if len(have) < len(reference):
+        if outcome["error"]:
+            return "error", f"raised {outcome['error'][:80]} where the answer key raised none"
+        return "missing", "some of its checks did not run"
+    if len(have) > len(reference):
+        return "missing", "it ran more checks than the answer key did"
+    return None, ""
+
+
+def signature(outcome):
+    """12 hex digits, equal for cells with equal records (kind, place, result) and error."""
+    text = json.dumps([outcome["error"], [[e.get("kind"), e.get("loc"), e.get("got")] for e in outcome["records"]]],
+                      sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def heading(source, indices, grade_id):
+    """The heading above the cell `grade_id` (an exercise's solution cell: "Exercise 3 — numel"), or ""."""
+    return heading_before(source, indices[grade_id]).replace("`", "") if grade_id in indices else ""
+
+
+def diagnose(source, executed, cell_records, reference, judged, learned, catalogue):
+    """`(checks, sentences)` of an executed submission.
+
+    `source`: the module's source notebook (the course's: exercises and headings come from it, not
+    from the submission); `reference`: the answer key's records of the learner's variant; `judged`:
+    `verdicts.judge`'s verdicts; `learned(exercises)`: `learning.learned` for the learner's variant,
+    called once, with the exercises that have a failing cell and no failing exercise upstream;
+    `catalogue`: the module's mistakes.
+    `checks`: `{grade id: {"passed", "mistakes", "difference", "signature"}}` for every graded test
+    cell; `sentences`: `{grade id: what the feedback says}` for each failing cell."""
+    exercises = learning.exercise_ids(source)
+    cells = notebooks.cells_by_id(source)
+    indices = {notebooks.grade_id(c): i for i, c in enumerate(source.cells) if notebooks.grade_id(c)}
+    records = verdicts.records_by_grade_id(executed, cell_records)
+    outcomes = {gid: {"records": records[gid], "error": learning.cell_error(cell)}
+                for gid, cell in notebooks.cells_by_id(executed).items() if gid in records}
+    says = {learning.mistake_key(m): m.says or m.what for m in catalogue}
+    checks, sentences, words, failing = {}, {}, {}, {}
+    for gid, outcome in outcomes.items():
+        verdict = judged.get(gid)
+        passed = bool(verdict and verdict.passed)
+        kind, words[gid] = (None, "") if passed else difference(reference.get(gid, []), outcome)
+        checks[gid] = {"passed": passed, "mistakes": [], "difference": kind, "signature": signature(outcome)}
+        exercise = learning.exercise_of(cells[gid], exercises) if gid in cells else None
+        if not passed and kind is not None:
+            failing.setdefault(exercise, []).append(gid)
+    depends = learning.depends_on(source)
+    failed = {learning.exercise_of(cells[gid], exercises) for gid, check in checks.items()
+              if not check["passed"] and gid in cells}
+    upstream = {exercise: sorted(c for c in depends.get(exercise, set()) & failed  # what may have failed it
+                                 if indices[c] < indices[exercise] or exercise not in depends[c])
+                for exercise in failing if exercise}
+    known = learned(sorted(e for e, up in upstream.items() if not up))
+    for exercise, gids in failing.items():
+        own = learning.test_cells_of(source, exercise) if exercise else []
+        named = [] if exercise not in known or not own else [
+            key for key, cell_outcomes in known[exercise].items()
+            if all(g in outcomes and g in cell_outcomes and same_outcome(cell_outcomes[g], outcomes[g]) for g in own)]
+        where, first = heading(source, indices, exercise), (upstream.get(exercise) or [None])[0]
+        upstream_heading = heading(source, indices, first)
+        after = (f"; it uses {first}" + (f" ({upstream_heading})" if upstream_heading else "")
+                 + ", whose tests fail too: look there first") if first else ""
+        for gid in gids:
+            checks[gid]["mistakes"] = list(named)
+            test = "hidden test" if gid in cells and notebooks.HIDDEN_MARKERS[0] in cells[gid].source else "test"
+            if named:
+                sentences[gid] = ("This looks like a known mistake: " + " Or: ".join(says[k].rstrip(".") for k in named)
+                                  + (f" (see {where})." if where else "."))
+            else:
+                under = where or heading(source, indices, gid)  # a test of no exercise: the part it is in
+                sentences[gid] = (f"The {test} {gid}" + (f" of {under}" if under else "")
+                                  + f" failed: {words[gid]}{after}.")
+    return checks, sentences
