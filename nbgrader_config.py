@@ -26,17 +26,17 @@ c.Execute.interrupt_on_timeout = True
 c.Execute.kernel_name = "tinytorch-grader"
 
 # Submissions run in a bubblewrap sandbox and each test cell is judged by the grader's own
-# checks (tinytorch_course/sandbox.py), whichever route autogrades: `./course grade run`,
+# checks (tinytorch_course/grading/sandbox.py), whichever route autogrades: `./course grade run`,
 # `nbgrader autograde` or the formgrader's button. What it finds for review flags the notebook.
 c.Autograde.autograde_preprocessors = [
-    "tinytorch_course.sandbox.SandboxedExecute",
+    "tinytorch_course.grading.sandbox.SandboxedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     # (no CheckCellMetadata here: Autograde's sanitize step checked the same metadata before it ran)
-    "tinytorch_course.sandbox.FlagForReview",
+    "tinytorch_course.grading.sandbox.FlagForReview",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",  # the formgrader shows what is stored: no live script
 ]
 
@@ -45,28 +45,28 @@ c.Autograde.autograde_preprocessors = [
 # formgrader renders submissions with sanitized HTML too.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "tinytorch_course.feedback.RedactHidden",
+    "tinytorch_course.grading.feedback.RedactHidden",
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",  # nbgrader's template renders markdown unsanitized
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
-c.GenerateFeedback.exporter_class = "tinytorch_course.feedback.SafeHTMLExporter"
+c.GenerateFeedback.exporter_class = "tinytorch_course.grading.feedback.SafeHTMLExporter"
 c.SanitizeHTML.tags = ["a", "abbr", "b", "blockquote", "code", "em", "i", "li", "ol", "strong", "ul",
                        "details", "summary", "br", "sub", "sup", "kbd"]  # bleach's, plus the course's hints
 c.SanitizeHTML.enabled = True  # nbconvert's preprocessors do nothing unless enabled
 c.SanitizeHTML.strip = True  # tags not allowed are removed (their text stays), not shown escaped
 c.HTMLExporter.sanitize_html = True
 
-# Collecting trusts nothing in a submission (tinytorch_course/intake.py). The LMS zip route
+# Collecting trusts nothing in a submission (tinytorch_course/grading/intake.py). The LMS zip route
 # (`nbgrader zip_collect`): archives hold `<student-id>_<NN_module>.ipynb`, each learner's uploads
 # in a folder of their own where the LMS makes one; nested archives are unpacked safely.
-c.ZipCollectApp.extractor_plugin = "tinytorch_course.intake.SafeExtractor"
-c.ZipCollectApp.collector_plugin = "tinytorch_course.intake.RosterCollector"
+c.ZipCollectApp.extractor_plugin = "tinytorch_course.grading.intake.SafeExtractor"
+c.ZipCollectApp.collector_plugin = "tinytorch_course.grading.intake.RosterCollector"
 c.FileNameCollectorPlugin.named_regexp = (
     r".*/(?P<student_id>[A-Za-z0-9-]+)_(?P<file_id>\d\d_[a-z_]+\.ipynb)$"
 )
 # nbgrader's exchange: a submission counts only from the learner who owns it, at its real time.
-c.ExchangeFactory.collect = "tinytorch_course.intake.TrustedExchangeCollect"
+c.ExchangeFactory.collect = "tinytorch_course.grading.intake.TrustedExchangeCollect"
 
 # Executed solutions must not change on every build: no per-cell timestamps.
 c.Execute.record_timing = False

@@ -34,7 +34,7 @@ from threadpoolctl import threadpool_limits
 from tinytorch.tensor_base import manual_seed
 from tinytorch.training import keep_freed_memory
 from tinytorch.transformer import GPT, make_optimizer
-from tinytorch_course.torch_gpt import describe_blas, torch_gpt, torch_optimizer
+from tinytorch_course.kit.torch_gpt import describe_blas, torch_gpt, torch_optimizer
 
 VOCAB, BLOCK, WIDTH, HEADS, LAYERS, BATCH = 100, 64, 128, 4, 4, 32
 LR, BETAS, DECAY = 1e-3, (0.9, 0.95), 0.1

@@ -25,8 +25,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 from conftest import copy_course  # noqa: E402
 
-from tinytorch_course import grading, notebooks  # noqa: E402
-from tinytorch_course.build import build  # noqa: E402
+from tinytorch_course import notebooks  # noqa: E402
+from tinytorch_course.grading import grading  # noqa: E402
+from tinytorch_course.build.pipeline import build  # noqa: E402
 from tinytorch_course.nbgrader_api import GRADER_KERNEL  # noqa: E402
 
 

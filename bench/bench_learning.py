@@ -1,4 +1,4 @@
-"""What learning the catalogued mistakes costs (`tinytorch_course.learning`, issue #39).
+"""What learning the catalogued mistakes costs (`tinytorch_course.grading.learning`, issue #39).
 
     .venv/bin/python bench/bench_learning.py [MODULE ...] [--seed S]
 
@@ -16,7 +16,9 @@ import time
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from tinytorch_course import learning, mistakes, notebooks  # noqa: E402
+from tinytorch_course import notebooks  # noqa: E402
+from tinytorch_course.build import mistakes  # noqa: E402
+from tinytorch_course.grading import learning  # noqa: E402
 
 
 def main():

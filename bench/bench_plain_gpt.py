@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import tinytorch  # noqa: E402
 from tinytorch.nn import _erf  # noqa: E402
 from tinytorch.training import keep_freed_memory  # noqa: E402
-from tinytorch_course.torch_gpt import describe_blas  # noqa: E402
+from tinytorch_course.kit.torch_gpt import describe_blas  # noqa: E402
 
 TOLERANCE = 1e-5
 

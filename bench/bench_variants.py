@@ -17,7 +17,9 @@ import time
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tinytorch_course import demo, hidden_inputs, notebooks, verdicts  # noqa: E402
+from tinytorch_course import demo, notebooks  # noqa: E402
+from tinytorch_course.build import hidden_inputs  # noqa: E402
+from tinytorch_course.grading import verdicts  # noqa: E402
 from tinytorch_course.nbgrader_api import GRADER_KERNEL, install_grader_kernel  # noqa: E402
 
 

@@ -1,5 +1,5 @@
-"""Catalogued mistakes of module 01_tensor (see tinytorch_course/mistakes.py)."""
-from tinytorch_course.mistakes import Mistake
+"""Catalogued mistakes of module 01_tensor (see tinytorch_course/build/mistakes.py)."""
+from tinytorch_course.build.mistakes import Mistake
 
 MISTAKES = [
     Mistake("dtypes", "an unsupported numpy dtype returns None",

@@ -1,5 +1,5 @@
-"""Catalogued mistakes of module 02_strides (see tinytorch_course/mistakes.py)."""
-from tinytorch_course.mistakes import Mistake
+"""Catalogued mistakes of module 02_strides (see tinytorch_course/build/mistakes.py)."""
+from tinytorch_course.build.mistakes import Mistake
 
 MISTAKES = [
     Mistake("is_contiguous_layout", "size-1 dimensions not ignored", "if size != 1:", "if True:",

@@ -1,5 +1,5 @@
-"""Catalogued mistakes of module 03_autograd (see tinytorch_course/mistakes.py)."""
-from tinytorch_course.mistakes import Mistake
+"""Catalogued mistakes of module 03_autograd (see tinytorch_course/build/mistakes.py)."""
+from tinytorch_course.build.mistakes import Mistake
 
 MISTAKES = [
     Mistake("scalar", "gradient overwritten instead of accumulated over uses",

@@ -1,5 +1,5 @@
-"""Catalogued mistakes of module 05_training (see tinytorch_course/mistakes.py)."""
-from tinytorch_course.mistakes import Mistake
+"""Catalogued mistakes of module 05_training (see tinytorch_course/build/mistakes.py)."""
+from tinytorch_course.build.mistakes import Mistake
 
 MISTAKES = [
     Mistake("sgd", "weight decay ignored", "            g = g + group[\"weight_decay\"] * w\n", "            pass\n",

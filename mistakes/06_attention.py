@@ -1,5 +1,5 @@
-"""Catalogued mistakes of module 06_attention (see tinytorch_course/mistakes.py)."""
-from tinytorch_course.mistakes import Mistake
+"""Catalogued mistakes of module 06_attention (see tinytorch_course/build/mistakes.py)."""
+from tinytorch_course.build.mistakes import Mistake
 
 MISTAKES = [
     Mistake("attention_bias", "causal mask off by one (the diagonal masked)",

@@ -1,5 +1,5 @@
-"""Catalogued mistakes of module 07_transformer (see tinytorch_course/mistakes.py)."""
-from tinytorch_course.mistakes import Mistake
+"""Catalogued mistakes of module 07_transformer (see tinytorch_course/build/mistakes.py)."""
+from tinytorch_course.build.mistakes import Mistake
 
 MISTAKES = [
     Mistake("char_tokenizer", "byte fallback ids start at 0 (collide with characters)",

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tinytorch_course.build import build
-from tinytorch_course import demo, hidden_inputs
+from tinytorch_course.build.pipeline import build
+from tinytorch_course import demo
+from tinytorch_course.build import hidden_inputs
 
 REPO = Path(__file__).resolve().parent.parent
 # The built course's term: every learner graded on one variant of each module's hidden inputs, so

@@ -3,7 +3,8 @@ raised scores 0) and the grader's trusted verdict (its records against the answe
 import nbformat
 from nbgrader.utils import determine_grade
 
-from tinytorch_course import notebooks, verdicts
+from tinytorch_course import notebooks
+from tinytorch_course.grading import verdicts
 from tinytorch_course.nbgrader_api import GRADER_KERNEL, install_grader_kernel
 
 from conftest import REPO

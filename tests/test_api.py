@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from conftest import REPO
-from tinytorch_course.sandbox import package_owners
-from tinytorch_course.workspace import hand_written
+from tinytorch_course.grading.sandbox import package_owners
+from tinytorch_course.kit.workspace import hand_written
 
 NOTEBOOK_MODULES = ["tensor_base", "strides", "autograd", "autograd_more", "nn", "nn_more", "training", "attention",
                     "transformer"]

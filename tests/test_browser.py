@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 
 from tinytorch_course import notebooks
-from tinytorch_course.workspace import make_workspace
+from tinytorch_course.kit.workspace import make_workspace
 from conftest import REPO, copy_course
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

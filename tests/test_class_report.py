@@ -9,9 +9,11 @@ import shutil
 
 import pytest
 
-from tinytorch_course import __main__ as cli, class_report, grading, mistakes
-from tinytorch_course.autograder import STATUS_FILE
-from tinytorch_course.feedback import CSP
+from tinytorch_course import __main__ as cli
+from tinytorch_course.build import mistakes
+from tinytorch_course.grading import class_report, grading
+from tinytorch_course.grading.autograder import STATUS_FILE
+from tinytorch_course.grading.feedback import CSP
 from tinytorch_course.nbgrader_api import CourseError, api
 
 from conftest import REPO

@@ -379,7 +379,7 @@ def test_cnn_milestone_learns_in_a_shortened_run(tmp_path, monkeypatch, capsys):
     import shutil
     from pathlib import Path
 
-    from tinytorch_course.milestone import cnn
+    from tinytorch_course.kit.milestone import cnn
 
     repo = Path(__file__).resolve().parent.parent
     shutil.copytree(repo / "milestones", tmp_path / "milestones")

@@ -10,10 +10,11 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from tinytorch_course import grading, notebooks
-from tinytorch_course.learner import is_visible_test
-from tinytorch_course.sandbox import cell_to_reset
-from tinytorch_course.workspace import make_workspace
+from tinytorch_course import notebooks
+from tinytorch_course.grading import grading
+from tinytorch_course.kit.learner import is_visible_test
+from tinytorch_course.grading.sandbox import cell_to_reset
+from tinytorch_course.kit.workspace import make_workspace
 
 from conftest import REPO
 

@@ -19,9 +19,9 @@ import pytest
 from traitlets.config import Config
 import yaml
 
-from tinytorch_course import hub
+from tinytorch_course.hub import hub
 from tinytorch_course.nbgrader_api import load_config
-from tinytorch_course.workspace import KIT_NAME, learner_lock
+from tinytorch_course.kit.workspace import KIT_NAME, learner_lock
 
 REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy" / "z2jh"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tinytorch_course.workspace import KIT_NAME, make_workspace
+from tinytorch_course.kit.workspace import KIT_NAME, make_workspace
 from conftest import REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "tinytorch_course" / "kit" / "README.md"]

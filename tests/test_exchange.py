@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tinytorch_course import hub
+from tinytorch_course.hub import hub
 from tinytorch_course.nbgrader_api import CourseError
 
 from conftest import REPO
@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="makes system account
                                                            "commands as them: needs root"),
               pytest.mark.xdist_group("accounts")]  # never beside tests/test_hub.py's hub (see there)
 COURSE_ID, ASSIGNMENT = "tinytorch", "ps1"
-HUB_FILES = REPO / "tinytorch_course" / "hub_files"
+HUB_FILES = REPO / "tinytorch_course" / "hub" / "hub_files"
 
 
 class Class:
@@ -125,7 +125,7 @@ def test_a_learner_cannot_take_over_the_exchange_and_nbgrader_still_works(people
     write_notebook(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", None)
     (course / "nbgrader_config.py").write_text(
         config + f"c.CourseDirectory.root = {str(course)!r}\n"
-        'c.ExchangeFactory.collect = "tinytorch_course.intake.TrustedExchangeCollect"\n')
+        'c.ExchangeFactory.collect = "tinytorch_course.grading.intake.TrustedExchangeCollect"\n')
     hub.give_to(course, people.instructor)
     people.nbgrader(people.instructor, "release_assignment", ASSIGNMENT, cwd=course)
     assert hub.prepare_exchange(state, COURSE_ID, people.instructor) == exchange  # ./course hub again

@@ -15,7 +15,9 @@ import zipfile
 import nbformat
 import pytest
 
-from tinytorch_course import demo, grading, hidden_inputs, notebooks
+from tinytorch_course import demo, notebooks
+from tinytorch_course.build import hidden_inputs
+from tinytorch_course.grading import grading
 from tinytorch_course.nbgrader_api import CourseError
 
 from conftest import REPO
@@ -349,7 +351,7 @@ def gradebook_scores(root):
 
 
 def test_canvas_export_has_canvas_s_columns_and_only_graded_scores(mixed_class):
-    from tinytorch_course import lms
+    from tinytorch_course.grading import lms
 
     root, _ = mixed_class
     lms.export(root, "canvas", root / "canvas.csv")

@@ -3,7 +3,8 @@ import shutil
 
 import pytest
 
-from tinytorch_course import grading_cache, notebooks
+from tinytorch_course import notebooks
+from tinytorch_course.grading import grading_cache
 
 from conftest import REPO, copy_course
 
@@ -34,11 +35,11 @@ def test_the_key_is_the_same_for_an_identical_copy(course):
 
 
 @pytest.mark.parametrize("change", [
-    lambda root: append(source("tinytorch_course.verdicts"), "\n# records read differently\n"),
-    lambda root: append(source("tinytorch_course.kernel_guard"), "\n# a guard that reports differently\n"),
-    lambda root: append(source("tinytorch_course.nbcells"), "\n# imported by notebooks, which verdicts imports\n"),
-    lambda root: append(source("tinytorch_course.release_run"), "\n# the stubs' run, read as a cell's source\n"),
-    lambda root: append(source("tinytorch_course.hidden_inputs"), "\n# imported by sandbox, also by module name\n"),
+    lambda root: append(source("tinytorch_course.grading.verdicts"), "\n# records read differently\n"),
+    lambda root: append(source("tinytorch_course.grading.kernel_guard"), "\n# a guard that reports differently\n"),
+    lambda root: append(source("tinytorch_course.kit.nbcells"), "\n# imported by notebooks, which verdicts imports\n"),
+    lambda root: append(source("tinytorch_course.grading.release_run"), "\n# the stubs' run, read as a cell's source\n"),
+    lambda root: append(source("tinytorch_course.build.hidden_inputs"), "\n# imported by sandbox, also by module name\n"),
     lambda root: append(root / "tinytorch" / "testing.py", "\n# records written differently\n"),
     lambda root: append(root / "nbgrader_config.py", "\nc.Execute.timeout = 7\n"),
     lambda root: notebooks.notebook_path(root, "modules", MODULE).write_text(
@@ -52,18 +53,18 @@ def test_a_change_of_what_makes_an_entry_changes_its_key(course, change):
 
 
 def test_a_module_newly_imported_by_the_grading_code_is_part_of_the_key(course):
-    records_format = source("tinytorch_course.verdicts").with_name("records_format.py")  # beside verdicts
+    records_format = source("tinytorch_course.grading.verdicts").with_name("records_format.py")  # beside verdicts
     records_format.write_text("VERSION = 1\n")
-    append(source("tinytorch_course.verdicts"), "\nfrom .records_format import VERSION  # noqa\n")
+    append(source("tinytorch_course.grading.verdicts"), "\nfrom .records_format import VERSION  # noqa\n")
     before = grading_cache.key(course, MODULE)
     records_format.write_text("VERSION = 2\n")
     assert grading_cache.key(course, MODULE) != before
 
 
 @pytest.mark.parametrize("change", [
-    lambda root: append(source("tinytorch_course.hub"), "\n# the hub changed\n"),
-    lambda root: append(source("tinytorch_course.learner"), "\n# the learner kit changed\n"),
-    lambda root: append(source("tinytorch_course.intake"), "\n# collecting changed\n"),
+    lambda root: append(source("tinytorch_course.hub.hub"), "\n# the hub changed\n"),
+    lambda root: append(source("tinytorch_course.kit.learner"), "\n# the learner kit changed\n"),
+    lambda root: append(source("tinytorch_course.grading.intake"), "\n# collecting changed\n"),
     lambda root: append(root / "nbgrader_config.py", "\nc.CourseDirectory.root = '/elsewhere'\n"
                                                      "c.ZipCollectApp.strict = True\n"),
     lambda root: append(root / "settings.ini", "\n# nbdev settings\n"),

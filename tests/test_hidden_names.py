@@ -4,8 +4,8 @@ import nbformat
 import pytest
 
 from tinytorch_course import notebooks
-from tinytorch_course.build import build
-from tinytorch_course.hidden_names import hidden_only_reads
+from tinytorch_course.build.pipeline import build
+from tinytorch_course.build.hidden_names import hidden_only_reads
 from tinytorch_course.nbgrader_api import CourseError
 from conftest import REPO, copy_course
 

@@ -39,10 +39,11 @@ import nbformat
 import pytest
 
 from tinytorch.testing import to_plain
-from tinytorch_course import cgroups, grading, notebooks, verdicts
-from tinytorch_course.release_run import NOT_RUN
-from tinytorch_course.autograder import Limits
-from tinytorch_course.leaks import split_regions
+from tinytorch_course import notebooks
+from tinytorch_course.grading import cgroups, grading, verdicts
+from tinytorch_course.grading.release_run import NOT_RUN
+from tinytorch_course.grading.autograder import Limits
+from tinytorch_course.build.leaks import split_regions
 from tinytorch_course.nbgrader_api import GRADER_KERNEL, install_grader_kernel
 
 from conftest import REPO

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from tinytorch_course import notebooks
-from tinytorch_course.hub import closed_folder, read_roster
+from tinytorch_course.hub.hub import closed_folder, read_roster
 from tinytorch_course.nbgrader_api import CourseError
 from test_browser import CHROMIUM, browser  # noqa: F401  (browser: the fixture, shared)
 from conftest import REPO
@@ -328,7 +328,7 @@ def test_each_role_gets_its_folder_and_configuration(tmp_path):
     and import their own package; the instructor starts at home with the instructor's configuration."""
     from traitlets.config.loader import PyFileConfigLoader
 
-    shutil.copy(REPO / "tinytorch_course" / "hub_files" / "jupyterhub_config.py", tmp_path)
+    shutil.copy(REPO / "tinytorch_course" / "hub" / "hub_files" / "jupyterhub_config.py", tmp_path)
     learner = pwd.getpwuid(os.geteuid()).pw_name  # any two accounts that exist
     instructor = next(p.pw_name for p in pwd.getpwall() if p.pw_name != learner)
     (tmp_path / "hub.json").write_text(json.dumps({

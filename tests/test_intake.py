@@ -8,7 +8,8 @@ import zipfile
 
 import pytest
 
-from tinytorch_course import grading, notebooks
+from tinytorch_course import notebooks
+from tinytorch_course.grading import grading
 
 from conftest import REPO, copy_course
 

@@ -1,4 +1,4 @@
-"""Control groups for whole grading jobs (`tinytorch_course.cgroups`): where they are found, what a
+"""Control groups for whole grading jobs (`tinytorch_course.grading.cgroups`): where they are found, what a
 job's group is limited to, which limit a job hit, and that nothing is left behind.
 
 The grading of hostile jobs through the real route is in test_hostile.py (a disk filler, a memory
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tinytorch_course import cgroups
+from tinytorch_course.grading import cgroups
 
 MOUNTINFO = """\
 30 25 0:26 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755

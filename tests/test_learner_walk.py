@@ -15,7 +15,7 @@ from nbgrader.api import Gradebook
 import pytest
 
 from tinytorch_course import notebooks
-from tinytorch_course.workspace import KIT_NAME, make_workspace
+from tinytorch_course.kit.workspace import KIT_NAME, make_workspace
 from conftest import REPO, copy_course
 from learner_kit import course_command, fill_solutions, learn, shows
 

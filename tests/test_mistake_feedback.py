@@ -17,8 +17,10 @@ import shutil
 import numpy as np
 import pytest
 
-from tinytorch_course import diagnose, hidden_inputs, learning, mistakes, notebooks, sandbox, verdicts
-from tinytorch_course.feedback import hidden_lines
+from tinytorch_course import notebooks
+from tinytorch_course.build import hidden_inputs, mistakes
+from tinytorch_course.grading import diagnose, learning, sandbox, verdicts
+from tinytorch_course.grading.feedback import hidden_lines
 from tinytorch_course.nbgrader_api import GRADER_KERNEL
 from conftest import REPO
 from learner_kit import course_command
@@ -206,7 +208,7 @@ def test_the_kit_file_is_current_and_holds_no_code_of_the_catalogue_nor_solution
 def test_learn_check_names_a_catalogued_mistake_of_its_first_failure(tmp_path):
     """The kit's own kernel (`learner.execute`) on the notebook with one catalogued mistake, and on the
     solved one: the sentence for the mistake made, no sentence without one."""
-    from tinytorch_course import learner
+    from tinytorch_course.kit import learner
 
     (tmp_path / "tinytorch_kit").mkdir()
     shutil.copy(REPO / learning.KIT_FILE, tmp_path / "tinytorch_kit" / "mistakes.json")

@@ -6,8 +6,9 @@ from collections import Counter
 import nbformat
 import pytest
 
-from tinytorch_course import mistakes, notebooks
-from tinytorch_course.learning import ForkedCells, through_own_tests, with_cell_replacement
+from tinytorch_course import notebooks
+from tinytorch_course.build import mistakes
+from tinytorch_course.grading.learning import ForkedCells, through_own_tests, with_cell_replacement
 from conftest import REPO
 from notebook_scoring import execute, reference, test_scores as score_cells
 
@@ -70,7 +71,7 @@ def forked_runs(tmp_path_factory, answer_keys):
             if lost:
                 forked.close()
                 pytest.fail(f"the answer key of {module_id} loses points on {sorted(lost)} when run by "
-                            "tinytorch_course/forked_cells.py: it does not run cells as the grading kernel does")
+                            "tinytorch_course/grading/forked_cells.py: it does not run cells as the grading kernel does")
             made[key] = forked
         return made[key]
 

@@ -1,4 +1,4 @@
-"""Per-learner hidden inputs (`tinytorch_course.hidden_inputs`), through the instructor's real route.
+"""Per-learner hidden inputs (`tinytorch_course.build.hidden_inputs`), through the instructor's real route.
 
 A class of module 01 in a term of two variants: two learners with the same correct notebook in
 different variants, and two who copy the answers of one of them (a table of her solution's results
@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from tinytorch.testing import FIXED_SEED, HIDDEN_SEED_ENV, hidden_rng
-from tinytorch_course import grading, hidden_inputs, notebooks, sandbox, verdicts
+from tinytorch_course import notebooks
+from tinytorch_course.build import hidden_inputs
+from tinytorch_course.grading import grading, sandbox, verdicts
 from tinytorch_course.nbgrader_api import GRADER_KERNEL, api
 
 from conftest import REPO
@@ -211,7 +213,7 @@ def test_the_secret_and_term_are_never_committed_nor_in_the_release():
 
 @pytest.mark.parametrize("module_id", notebooks.module_ids(REPO))
 def test_hidden_tests_draw_from_hidden_rng(module_id):
-    """No hidden test draws from a fixed seed (`python -m tinytorch_course.hidden_inputs` rewrites
+    """No hidden test draws from a fixed seed (`python -m tinytorch_course.build.hidden_inputs` rewrites
     them, e.g. after a merge), but where it mirrors a framework Generator of the same seed."""
     assert hidden_inputs.rewrite_notebook(notebooks.read(notebooks.notebook_path(REPO, "modules", module_id))) == 0
 

@@ -2,9 +2,9 @@
 import pytest
 
 from tinytorch_course import notebooks
-from tinytorch_course.build import check_release
+from tinytorch_course.build.pipeline import check_release
 from tinytorch_course.nbgrader_api import CourseError
-from tinytorch_course.leaks import leaks, secret_lines
+from tinytorch_course.build.leaks import leaks, secret_lines
 from conftest import REPO
 
 MODULES = notebooks.module_ids(REPO)

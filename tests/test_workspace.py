@@ -12,9 +12,10 @@ import zipfile
 import nbformat
 import pytest
 
-from tinytorch_course import grading, notebooks
-from tinytorch_course.leaks import leaks
-from tinytorch_course.workspace import KIT_NAME, hand_written, kit_files, learner_lock, make_workspace
+from tinytorch_course import notebooks
+from tinytorch_course.grading import grading
+from tinytorch_course.build.leaks import leaks
+from tinytorch_course.kit.workspace import KIT_NAME, hand_written, kit_files, learner_lock, make_workspace
 from conftest import REPO, copy_course
 from learner_kit import fill_solutions, learn, shows
 
@@ -336,7 +337,7 @@ def test_the_gpt_milestone_plans_its_steps_from_warm_steps():
 
 def test_the_course_gpt_milestone_runs_the_kits_training(tmp_path):
     """`./course milestone gpt` (shortened, TinyTorch only) trains through milestones/07_gpt.py."""
-    from tinytorch_course.milestone import gpt
+    from tinytorch_course.kit.milestone import gpt
 
     shutil.copytree(REPO / "milestones", tmp_path / "milestones")
     lines = []
@@ -353,7 +354,7 @@ def test_the_course_gpt_milestone_runs_the_kits_training(tmp_path):
 def test_the_course_digits_milestone_runs_the_kits_program(tmp_path, monkeypatch, capsys):
     """`./course milestone digits` (shortened) runs milestones/05_digits.py's main with --epochs, and
     exits 1 when the run misses the 97% target."""
-    from tinytorch_course.milestone import digits
+    from tinytorch_course.kit.milestone import digits
 
     shutil.copytree(REPO / "milestones", tmp_path / "milestones")
     monkeypatch.chdir(tmp_path)

@@ -64,7 +64,7 @@ def module_id(name):
 
 
 def export_step(args):
-    from . import grading, lms
+    from .grading import grading, lms
 
     if not args.lms:
         print(f"grades: {grading.export_grades(ROOT, args.out or ROOT / 'artifacts' / 'grades.csv')}")
@@ -77,7 +77,7 @@ def export_step(args):
 
 
 def report_step(args):
-    from . import class_report
+    from .grading import class_report
 
     if args.step == "name-cluster":
         module = module_id(args.module)
@@ -93,7 +93,7 @@ def report_step(args):
 
 
 def grade(args):
-    from . import grading
+    from .grading import grading
 
     if args.step == "roster":
         print(f"imported {len(grading.import_roster(ROOT, args.csv))} learners")
@@ -111,13 +111,13 @@ def grade(args):
             grading.collect_exchange(ROOT, module)
         print(f"submissions are in {ROOT / 'submitted'}/<student>/{module}/")
     elif args.step == "term":
-        from . import hidden_inputs
+        from .build import hidden_inputs
 
         settings = hidden_inputs.set_term(ROOT, args.name, args.variants or hidden_inputs.DEFAULT_VARIANTS)
         hidden_inputs.secret(ROOT)  # made now if new, kept beside the gradebook
         print(f"term {settings['term']!r}: {settings['variants']} variant(s) of each module's hidden inputs")
     elif args.step == "run":
-        from .autograder import Limits
+        from .grading.autograder import Limits
 
         limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                         memory_mb=args.memory_mb, job_memory_mb=args.job_memory_mb,
@@ -171,29 +171,29 @@ def main(argv=None):
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
         if args.command == "build":
-            from .build import build
-            build(ROOT, [module_id(m) for m in args.modules] or None)
+            from .demo import build_course
+            build_course(ROOT, [module_id(m) for m in args.modules] or None)
         elif args.command == "milestone":
             if args.name == "gpt":
-                from .milestone import gpt
+                from .kit.milestone import gpt
                 frameworks = ("tinytorch", "torch") if args.framework == "both" else (args.framework,)
                 return gpt(ROOT, minutes=args.minutes, frameworks=frameworks, threads=args.threads,
                            max_chars=args.max_chars)
             if args.name == "cnn":
-                from .milestone import cnn
+                from .kit.milestone import cnn
                 return cnn(ROOT, epochs=args.epochs or 25)
-            from .milestone import digits
+            from .kit.milestone import digits
             return digits(ROOT, epochs=args.epochs or 40)
         elif args.command == "demo":
             from .demo import demo
             demo(ROOT, rebuild=not args.no_build)
         elif args.command == "workspace":
-            from .workspace import make_workspace
+            from .kit.workspace import make_workspace
             make_workspace(ROOT, args.out)
         elif args.command == "grade":
             return grade(args)
         elif args.command == "hub":
-            from .hub import prepare, serve
+            from .hub.hub import prepare, serve
             prepare(ROOT, args.state, roster=args.roster, instructor=args.instructor, homes=args.homes,
                     port=args.port)
             serve(args.state)

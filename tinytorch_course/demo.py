@@ -1,4 +1,5 @@
-"""`demo`: build the course, then grade a sample class of three learners and print the grades.
+"""`demo`: build the course, then grade a sample class of three learners and print the grades
+(and `build_course`, what `./course build` runs).
 
 The sample class is graded in a course folder of its own (`artifacts/demo/`, a copy of the course
 files), so the demo never touches the real class: its gradebook, submissions, grades or committed files.
@@ -9,8 +10,10 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from . import grading, hidden_inputs, notebooks
-from .build import build
+from . import notebooks
+from .build import hidden_inputs
+from .grading import grading, learning, sandbox
+from .build.pipeline import build
 from .nbgrader_api import api, check
 
 SAMPLE_CLASS = {  # student id -> (first name, what the learner hands in)
@@ -103,11 +106,18 @@ def write_roster(path):
     return path
 
 
+def build_course(root, module_ids=None, log=print):
+    """`./course build`: the build job, then the kit's file of what each catalogued mistake shows in the
+    visible tests (`learning.write_kit_file`: grading's code, which the build job may not import)."""
+    build(root, module_ids, log=log)
+    learning.write_kit_file(root, sandbox.default_cache_dir(root) / "mistakes", log)
+
+
 def demo(root, rebuild=True, jobs=None, log=print):
     """Build, then in a fresh demo course (`fresh_demo_course`) collect the sample class's LMS zip,
     autograde, write feedback and grades, and print them. Returns the demo course's folder."""
     if rebuild:
-        build(root, log=log)
+        build_course(root, log=log)
     root = fresh_demo_course(Path(root).resolve())
     artifacts = root / "artifacts"
     log(f"grading the sample class in its own course folder: {root}")

@@ -49,7 +49,7 @@ def install_grader_kernel():
     """
     _install_kernelspec(GRADER_KERNEL, "TinyTorch grader (isolated Python)", "ipykernel_launcher")
     _install_kernelspec(SANDBOX_KERNEL, "TinyTorch grader (sandboxed submission)",
-                        "tinytorch_course.sandbox_kernel", interrupt_mode="message")
+                        "tinytorch_course.grading.sandbox_kernel", interrupt_mode="message")
 
 
 def load_config(root):

@@ -1,5 +1,5 @@
 """Course notebooks: the helpers of `nbcells`, plus the solution and hidden-test markers."""
-from .nbcells import (  # noqa: F401  (re-exported: the course tooling reads them from here)
+from .kit.nbcells import (  # noqa: F401  (re-exported: the course tooling reads them from here)
     CRASH_CAUSES, MODULE_PATTERN, cells_by_id, companion_paths, describe_cell, grade_id, heading_before, is_graded,
     is_solution, is_test, module_ids, module_notebooks, notebook_path, read, write)
 

@@ -32,9 +32,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tinytorch_course import hub  # noqa: E402  (the repository's course tooling, found from here)
+from tinytorch_course.hub import hub  # noqa: E402  (the repository's course tooling, found from here)
 from tinytorch_course.nbgrader_api import CourseError, load_config  # noqa: E402
-from tinytorch_course.workspace import KIT_NAME, make_workspace  # noqa: E402
+from tinytorch_course.kit.workspace import KIT_NAME, make_workspace  # noqa: E402
 
 HOME = "/home/jovyan"  # z2jh's singleuser.storage.homeMountPath: each user's own volume
 ENV = "/opt/tinytorch/env"  # the servers' Python in the image (`./course hub`: STATE/env)
@@ -103,7 +103,7 @@ def layout_script(course_id, instructor_uid):
 
 
 HOOK = '''\
-# The class's roles, as ./course hub's by_role on one machine (tinytorch_course/hub_files/jupyterhub_config.py):
+# The class's roles, as ./course hub's by_role on one machine (tinytorch_course/hub/hub_files/jupyterhub_config.py):
 # each person's server runs as their own uid and group; a learner starts in their workspace and imports
 # their own tinytorch; the instructor starts in the home that holds the course, and only the
 # instructor's pod mounts the instructor's configuration.

@@ -23,8 +23,8 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import default
 
-from .leaks import MIN_SECRET_LENGTH, split_regions
-from .notebooks import HIDDEN_MARKERS, grade_id, heading_before, is_test
+from ..build.leaks import MIN_SECRET_LENGTH, split_regions
+from ..notebooks import HIDDEN_MARKERS, grade_id, heading_before, is_test
 
 REDACTED = "[a line of a hidden test, removed by the grader]"
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "

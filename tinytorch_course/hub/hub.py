@@ -37,10 +37,10 @@ import stat
 import subprocess
 import sys
 
-from . import notebooks
-from .grading import import_roster
-from .nbgrader_api import CourseError, api, check, load_config
-from .workspace import KIT_NAME, learner_lock, make_workspace
+from .. import notebooks
+from ..grading.grading import import_roster
+from ..nbgrader_api import CourseError, api, check, load_config
+from ..kit.workspace import KIT_NAME, learner_lock, make_workspace
 
 FILES = Path(__file__).resolve().parent / "hub_files"
 COURSE_FOLDER = "tinytorch-course"  # in the instructor's home
@@ -166,7 +166,7 @@ def prepare_env(root, state, course, log):
         "installing the grader kernels into env/")
     settings = env / "share" / "jupyter" / "lab" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(FILES.parent / "kit" / "lab-overrides.json", settings / "overrides.json")
+    shutil.copy2(FILES.parent.parent / "kit" / "lab-overrides.json", settings / "overrides.json")
     (env / "etc" / "jupyter").mkdir(parents=True, exist_ok=True)
     # Terminals: a plain bash keeps the server's PATH (env/bin first), where a login shell would
     # reset it from /etc/profile and lose python, nbgrader and jupyter.

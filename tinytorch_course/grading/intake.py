@@ -190,7 +190,7 @@ class RosterCollector(FileNameCollectorPlugin):
         extractor = getattr(self.parent, "extractor_plugin_inst", None)
         if not isinstance(extractor, SafeExtractor):
             raise TypeError("RosterCollector takes each file's origin from SafeExtractor: set "
-                            "c.ZipCollectApp.extractor_plugin = 'tinytorch_course.intake.SafeExtractor'")
+                            "c.ZipCollectApp.extractor_plugin = 'tinytorch_course.grading.intake.SafeExtractor'")
         return extractor.origins
 
     def _owner(self, folder):

@@ -11,7 +11,7 @@ import ast
 import builtins
 import textwrap
 
-from . import notebooks
+from .. import notebooks
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -141,7 +141,7 @@ def hidden_only_reads(notebook):
 
 def check_notebook(path):
     """Raise `CourseError` naming each read of a name that only the hidden tests bind."""
-    from .nbgrader_api import CourseError
+    from ..nbgrader_api import CourseError
 
     problems = hidden_only_reads(notebooks.read(path))
     if problems:

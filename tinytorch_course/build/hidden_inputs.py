@@ -10,7 +10,7 @@ answer key is made once per variant (`verdicts.reference_records`).
 Instructor state beside the gradebook, never committed: `grading-secret` (made once, mode 0600)
 and `grading-term.json` (`./course grade term NAME [--variants V]`).
 
-`python -m tinytorch_course.hidden_inputs` rewrites the hidden tests of `modules/` that draw from a
+`python -m tinytorch_course.build.hidden_inputs` rewrites the hidden tests of `modules/` that draw from a
 fixed seed, `np.random.default_rng(K)`, into `hidden_rng("GRADE_ID-K")` (`rewrite_source`).
 """
 import hashlib
@@ -23,7 +23,7 @@ import secrets
 import sys
 import tempfile
 
-from . import notebooks
+from .. import notebooks
 
 SECRET_FILE = "grading-secret"
 TERM_FILE = "grading-term.json"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from . import intake
-from .nbgrader_api import CourseError, api, check, load_config, working_directory
+from ..nbgrader_api import CourseError, api, check, load_config, working_directory
 
 
 def import_roster(root, roster_csv):

@@ -28,10 +28,12 @@ import time
 
 import nbformat
 
-from . import hidden_inputs, notebooks, sandbox
+from . import sandbox
+from .. import notebooks
+from ..build import hidden_inputs
 from .intake import printable
-from .nbgrader_api import CourseError, api, check, install_grader_kernel, load_config
-from .progress import Progress
+from ..nbgrader_api import CourseError, api, check, install_grader_kernel, load_config
+from ..progress import Progress
 
 STATUS_FILE = "grading-status.json"  # instructor state, next to the gradebook
 PROTECTED = ["nbgrader_config.py", "modules", "mistakes", "release", "solutions", "submitted", "tinytorch"]

@@ -16,20 +16,20 @@ import json
 from pathlib import Path
 import sys
 
-from . import notebooks
-from .nbgrader_api import load_config
+from .. import notebooks
+from ..nbgrader_api import load_config
 
 # The folder that holds the `tinytorch_course` package (as many levels up as this module's name is deep).
 SOURCES = Path(__file__).resolve().parents[__name__.count(".")]
 # The grading code's entry points: the records are produced by the kernels these start and read by
 # `verdicts`; the kernel's own files and the release run's cell are loaded by path, not imported.
 GRADING_CODE = [
-    "tinytorch_course.verdicts",
-    "tinytorch_course.sandbox",
-    "tinytorch_course.sandbox_kernel",
-    "tinytorch_course.kernel_main",
-    "tinytorch_course.kernel_guard",
-    "tinytorch_course.release_run",
+    "tinytorch_course.grading.verdicts",
+    "tinytorch_course.grading.sandbox",
+    "tinytorch_course.grading.sandbox_kernel",
+    "tinytorch_course.grading.kernel_main",
+    "tinytorch_course.grading.kernel_guard",
+    "tinytorch_course.grading.release_run",
 ]
 # nbgrader_config.py sections that change how a notebook executes (CourseDirectory paths do not).
 EXECUTION_CONFIG = ["Execute", "RecordingExecute", "SandboxedExecute", "ExecutePreprocessor", "NotebookClient"]

@@ -19,11 +19,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import grading, mistakes
+from . import grading
+from ..build import mistakes
 from .autograder import read_status
 from .feedback import CSP
 from .intake import printable
-from .nbgrader_api import CourseError, api
+from ..nbgrader_api import CourseError, api
 from .verdicts import exercise_of
 
 REPORTS = "reports"  # in the course folder (git-ignored: it names learners)
@@ -297,8 +298,8 @@ def name_cluster(root, module, cluster, says, what=None):
                           f"{signature} of {gid}")
     path = mistakes.catalogue_path(root, module)
     before = path.read_text() if path.is_file() else (
-        f'"""Catalogued mistakes of module {module} (see tinytorch_course/mistakes.py)."""\n'
-        "from tinytorch_course.mistakes import Mistake\n\nMISTAKES = [\n]\n")
+        f'"""Catalogued mistakes of module {module} (see tinytorch_course/build/mistakes.py)."""\n'
+        "from tinytorch_course.build.mistakes import Mistake\n\nMISTAKES = [\n]\n")
     body = before.rstrip()
     if not body.endswith("]"):
         raise CourseError(f"{path} does not end with the MISTAKES list's ']': add this entry by hand: {entry!r}")

@@ -20,8 +20,9 @@ import json
 
 from tinytorch.testing import ErrorValue, decoded
 
-from . import learning, notebooks, verdicts
-from .nbcells import heading_before
+from . import learning, verdicts
+from .. import notebooks
+from ..kit.nbcells import heading_before
 
 
 def own_records(reference, records):

@@ -8,7 +8,7 @@ The kit is a folder `tinytorch-workspace/`:
     modules/NN_name/            the release notebooks
     tinytorch/                  the learner's package: only its hand-written modules (__init__.py, testing.py, ...)
                                 until they export
-    tinytorch_kit/              the commands behind ./learn (tinytorch_course/learner.py, nbcells.py and kernels.py),
+    tinytorch_kit/              the commands behind ./learn (tinytorch_course/kit/learner.py, nbcells.py and kernels.py),
                                 an untouched copy of each release notebook, JupyterLab's settings
                                 overrides for ./learn lab (lab-settings/), and mistakes.json: how each
                                 catalogued mistake fails the visible tests, and its sentence for the learner
@@ -19,9 +19,9 @@ import stat
 import zipfile
 from pathlib import Path
 
-from . import notebooks
-from .leaks import leaks
-from .nbgrader_api import CourseError
+from .. import notebooks
+from ..build.leaks import leaks
+from ..nbgrader_api import CourseError
 
 KIT_NAME = "tinytorch-workspace"
 HERE = Path(__file__).resolve().parent
@@ -32,12 +32,12 @@ from . import main
 
 sys.exit(main())
 '''
-# kit path -> where it comes from (the repo root, or this package's folder for "@" paths)
+# kit path -> where it comes from (the repo root, or this folder, kit/, for "@" paths)
 COPIED = {
-    "setup": "@kit/setup", "learn": "@kit/learn", ".gitignore": "@kit/gitignore",
+    "setup": "@setup", "learn": "@learn", ".gitignore": "@gitignore",
     "tinytorch_kit/__init__.py": "@learner.py", "tinytorch_kit/nbcells.py": "@nbcells.py",
     "tinytorch_kit/kernels.py": "@kernels.py",
-    "tinytorch_kit/lab-settings/overrides.json": "@kit/lab-overrides.json", "settings.ini": "settings.ini",
+    "tinytorch_kit/lab-settings/overrides.json": "@lab-overrides.json", "settings.ini": "settings.ini",
     "tinytorch_kit/mistakes.json": "mistakes/kit.json",
 }  # and the package's hand-written modules (`hand_written`); README.md is made from kit/README.md
 # Pinned in the course's requirements.lock for its own test suite (the browser test among them);
@@ -123,7 +123,7 @@ def write_kit(root, kit):
     if (Path(root) / "milestones").is_dir():
         shutil.copytree(Path(root) / "milestones", kit / "milestones",
                         ignore=shutil.ignore_patterns("__pycache__"))
-    write_readme((HERE / "kit" / "README.md").read_text(), kit)
+    write_readme((HERE / "README.md").read_text(), kit)
     for script in ("setup", "learn"):
         mode = (kit / script).stat().st_mode
         (kit / script).chmod(mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

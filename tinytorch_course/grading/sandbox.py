@@ -50,8 +50,10 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
-from . import cgroups, diagnose, grading_cache, hidden_inputs, learning, mistakes, notebooks, verdicts
-from .nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
+from . import cgroups, diagnose, grading_cache, learning, verdicts
+from .. import notebooks
+from ..build import hidden_inputs, mistakes
+from ..nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 
 HERE = Path(__file__).resolve().parent
 KERNEL_FILES = ["kernel_main.py", "kernel_guard.py"]

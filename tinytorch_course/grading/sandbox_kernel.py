@@ -1,4 +1,4 @@
-"""The launcher of the `tinytorch-sandbox` kernel: `python -I -m tinytorch_course.sandbox_kernel -f FILE`.
+"""The launcher of the `tinytorch-sandbox` kernel: `python -I -m tinytorch_course.grading.sandbox_kernel -f FILE`.
 
 jupyter_client starts it, as the grader, with $TINYTORCH_SANDBOX naming the job's spec (written by
 `sandbox.SandboxedExecute`, readable by the grader only). It copies the connection file into the

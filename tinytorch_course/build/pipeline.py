@@ -1,5 +1,5 @@
-"""`build`: source notebooks -> cleaned sources, the tinytorch package, release/ and solutions/, and
-what the kit's `./learn check` says of each catalogued mistake (`learning.write_kit_file`)."""
+"""`build`: source notebooks -> cleaned sources, the tinytorch package, release/ and solutions/ (`./course
+build` then writes the kit's file of known mistakes: `demo.build_course`)."""
 import ast
 import os
 import shutil
@@ -10,9 +10,10 @@ from pathlib import Path
 from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
 
-from . import hidden_names, learning, notebooks, sandbox
-from .nbgrader_api import CourseError, api, check, install_grader_kernel, run_converter, working_directory
-from .progress import Progress
+from . import hidden_names
+from .. import notebooks
+from ..nbgrader_api import CourseError, api, check, install_grader_kernel, run_converter, working_directory
+from ..progress import Progress
 
 FORBIDDEN_IN_RELEASE = notebooks.SOLUTION_MARKERS + notebooks.HIDDEN_MARKERS
 
@@ -183,5 +184,4 @@ def build(root, module_ids=None, log=print):
             _replace(root, staging, "solutions")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    learning.write_kit_file(root, sandbox.default_cache_dir(root) / "mistakes", log)
     log(f"wrote release/ and solutions/ in {time.perf_counter() - started:.1f} s")

@@ -1,7 +1,7 @@
 """Does a set of files handed to learners show solution code or hidden tests? (release/, the kit)"""
 from pathlib import Path
 
-from . import notebooks
+from .. import notebooks
 
 MIN_SECRET_LENGTH = 13  # shorter lines (`return out`, `pass`) are too common to count as leaks
 SQLITE_HEADER = b"SQLite format 3\x00"  # nbgrader's gradebook is an SQLite file

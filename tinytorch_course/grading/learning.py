@@ -30,7 +30,9 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from tinytorch.testing import FIXED_SEED, HIDDEN_SEED_ENV
 
-from . import grading_cache, mistakes, notebooks, verdicts
+from . import grading_cache, verdicts
+from .. import notebooks
+from ..build import mistakes
 
 HERE = Path(__file__).resolve().parent
 KIT_FILE = "mistakes/kit.json"  # made by ./course build, shipped in the learner's kit: what `./learn check` says
@@ -172,7 +174,7 @@ class ForkedCells:
         answer = self.process.stdout.readline()
         if not answer:
             log = (self.workdir / "stderr.log").read_text()[-3000:]
-            raise RuntimeError(f"tinytorch_course/forked_cells.py ended (exit status {self.process.wait()}):\n{log}")
+            raise RuntimeError(f"tinytorch_course/grading/forked_cells.py ended (exit status {self.process.wait()}):\n{log}")
         errors = dict(zip(ran, json.loads(answer)["errors"]))
         records = {i: verdicts.read_new_records(folder / f"{n}.jsonl", 0)[0] for n, i in enumerate(ran)}
         return errors, records

@@ -38,8 +38,9 @@ from traitlets import Dict, Set, Unicode
 import numpy as np
 from tinytorch.testing import FIXED_SEED, HIDDEN_SEED_ENV, ErrorValue, close, decoded, default_tolerance, equal, same_error
 
-from . import grading_cache, notebooks
-from .kernels import UnixSocketKernelManager
+from . import grading_cache
+from .. import notebooks
+from ..kit.kernels import UnixSocketKernelManager
 
 HERE = Path(__file__).resolve().parent
 RECORDS_ENV = "TINYTORCH_RECORDS"
