@@ -6,7 +6,9 @@ developers (tests/test_mutants.py checks that each loses points on a hidden test
 one unless `hidden_only` gives the reason the visible tests must not reveal it); `says` tells a
 learner who made it what is wrong and where to look, without the answer or any hidden input.
 An entry named from the class report (`./course grade name-cluster`) carries the `signature` of the
-records of the failures it was named from, and empty `old`/`new` until the instructor writes them.
+records of the failures it was named from (grading names a learner whose failing test cell has that
+signature: `grading/diagnose.py`), and empty `old`/`new` until the instructor writes them; nothing
+runs it until then (`runnable`).
 The catalogue holds solution code: it is never released.
 """
 import runpy
@@ -22,6 +24,12 @@ class Mistake(NamedTuple):
     says: str = ""  # for the learner who made it
     hidden_only: Optional[str] = None  # why no visible test may catch it
     signature: Optional[Tuple[str, str]] = None  # (test grade id, signature of its failed records)
+
+    @property
+    def runnable(self):
+        """Whether its wrong answer can be made (`old` written): one named from a cluster cannot until then,
+        and is named by its `signature` alone."""
+        return bool(self.old)
 
 
 def catalogue_path(root, module_id):

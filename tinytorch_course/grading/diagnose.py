@@ -11,12 +11,17 @@ of one of its own catalogued mistakes: so an exercise that uses a failing one
 this one: its tests may fail because of this exercise's mistake). Where nothing is named, the
 feedback says which check failed and the kind of difference from the answer key (`difference`):
 "missing" (the checks did not run as the key's), "error", "shape", "dtype" or "values", worded
-without any value a hidden test computed. `signature` is a short digest of a cell's records: two
-learners of one variant whose records are the same have the same signature (a cluster of one unknown
-mistake, for the class report).
+without any value a hidden test computed. `signature` is a short digest of how a cell's records
+differ from the answer key's, in terms no hidden input decides (`relation`): one mistake has one
+signature in every variant of the hidden inputs (a cluster of one unknown mistake, for the class
+report), and a catalogued mistake named from a cluster (`Mistake.signature`: no code to learn) is
+named by it.
 """
 import hashlib
 import json
+from fractions import Fraction
+
+import numpy as np
 
 from tinytorch.testing import ErrorValue, decoded
 
@@ -38,6 +43,9 @@ def same_outcome(expected, got):
     return (expected["error"] == got["error"] and len(want) == len(have)
             and all(verdicts._key(w) == verdicts._key(h) and verdicts._judge_pair(dict(w, kind="record"), h)[0]
                     for w, h in zip(want, have)))
+
+
+VALUES_DIFFER = "the result's values differ from the answer key's"
 
 
 def _error_name(value):
@@ -65,7 +73,7 @@ def _kind_of(expected, got_entry):
         return "shape", "the result's shape differs from the answer key's"
     if hasattr(got, "dtype") and hasattr(want, "dtype") and got.dtype != want.dtype:
         return "dtype", f"the result's dtype is {got.dtype} where the answer key's is {want.dtype}"
-    return "values", "the result's values differ from the answer key's"
+    return "values", VALUES_DIFFER
 
 
 def difference(reference, outcome):
@@ -89,10 +97,57 @@ def difference(reference, outcome):
     return None, ""
 
 
-def signature(outcome):
-    """12 hex digits, equal for cells with equal records (kind, place, result) and error."""
-    text = json.dumps([outcome["error"], [[e.get("kind"), e.get("loc"), e.get("got")] for e in outcome["records"]]],
-                      sort_keys=True, default=repr)
+def _value_relation(want, got):
+    """How a result's values relate to the answer key's, whatever the inputs: "zeros", "nan", "transposed",
+    a constant simple ratio ("x-1" for one number; "x2", "x1/2", ... for two or more), else "values"."""
+    try:
+        want, got = np.asarray(want, dtype=float), np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return "values"
+    if want.ndim == 2 and got.shape == want.shape[::-1] and np.allclose(got, want.T, equal_nan=True):
+        return "transposed"
+    if got.shape != want.shape:
+        return "shape"
+    if np.isnan(got).any() and not np.isnan(want).any():
+        return "nan"
+    finite = np.isfinite(want) & np.isfinite(got)
+    if not got[finite].any():
+        return "zeros"
+    nonzero = finite & (want != 0)
+    ratios = got[nonzero] / want[nonzero]
+    if not (got[finite & (want == 0)] == 0).all() or not np.allclose(ratios, ratios[0], rtol=1e-5, atol=0):
+        return "values"
+    simple = Fraction(float(ratios[0])).limit_denominator(4)
+    if abs(simple.numerator) > 4 or not np.isclose(float(simple), ratios[0], rtol=1e-5, atol=0):
+        return "values"
+    return f"x{simple}" if len(ratios) > 1 or simple == -1 else "values"
+
+
+def relation(expected, got_entry):
+    """One record's part of a signature: "same" where it passes the answer key's check `expected`,
+    else the kind of difference in words (`_kind_of`: error classes, dtypes, types) and, for values,
+    `_value_relation`."""
+    if verdicts._key(expected) != verdicts._key(got_entry):
+        return "missing"
+    try:
+        if verdicts._judge_pair(expected, got_entry)[0]:
+            return "same"
+        kind, words = _kind_of(expected, got_entry)
+        if kind != "shape" and words != VALUES_DIFFER:
+            return words
+        return _value_relation(decoded(expected.get("want" if expected["kind"] in ("equal", "close") else "got")),
+                               decoded(got_entry.get("got")))
+    except Exception:  # noqa: BLE001  (records are untrusted data)
+        return "unreadable"
+
+
+def signature(reference, outcome):
+    """12 hex digits of a cell's `outcome` against the answer key's records `reference`: its error class,
+    how many records it has more or fewer, and each record's place and `relation`; equal for one
+    mistake in any variant of the hidden inputs (and for every passing cell)."""
+    have = own_records(reference, outcome["records"])
+    text = json.dumps([outcome["error"], len(have) - len(reference),
+                       [[verdicts._key(w), relation(w, h)] for w, h in zip(reference, have)]], default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -123,7 +178,8 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
         verdict = judged.get(gid)
         passed = bool(verdict and verdict.passed)
         kind, words[gid] = (None, "") if passed else difference(reference.get(gid, []), outcome)
-        checks[gid] = {"passed": passed, "mistakes": [], "difference": kind, "signature": signature(outcome)}
+        checks[gid] = {"passed": passed, "mistakes": [], "difference": kind,
+                       "signature": signature(reference.get(gid, []), outcome)}
         exercise = learning.exercise_of(cells[gid], exercises) if gid in cells else None
         if not passed and kind is not None:
             failing.setdefault(exercise, []).append(gid)
@@ -139,6 +195,9 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
         named = [] if exercise not in known or not own else [
             key for key, cell_outcomes in known[exercise].items()
             if all(g in outcomes and g in cell_outcomes and same_outcome(cell_outcomes[g], outcomes[g]) for g in own)]
+        if not named and exercise and not upstream.get(exercise):  # one named from a cluster: by its signature
+            named = [learning.mistake_key(m) for m in catalogue if m.signature and m.signature[0] in gids
+                     and m.signature[1] == checks[m.signature[0]]["signature"]]
         where, first = heading(source, indices, exercise), (upstream.get(exercise) or [None])[0]
         upstream_heading = heading(source, indices, first)
         after = (f"; it uses {first}" + (f" ({upstream_heading})" if upstream_heading else "")

@@ -260,7 +260,7 @@ def learned(root, module_id, cache_dir, seed, exercises):
     cached in `cache_dir`, an entry per exercise, those not there yet learned together (`_learn`)."""
     found = {}
     for mistake in mistakes.catalogue(root, module_id):
-        if mistake.cell in exercises:
+        if mistake.cell in exercises and mistake.runnable:  # one named from a cluster: by its signature
             found.setdefault(mistake.cell, []).append(mistake)
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -308,7 +308,8 @@ def visible_failures(root, module_id, cache_dir):
     every = learned(root, module_id, cache_dir, FIXED_SEED, exercises)
     for exercise in exercises:
         visible = [g for g in test_cells_of(source, exercise) if notebooks.HIDDEN_MARKERS[0] not in cells[g].source]
-        caught = [m for m in mistakes.catalogue(root, module_id) if m.cell == exercise and m.hidden_only is None]
+        caught = [m for m in mistakes.catalogue(root, module_id)
+                  if m.cell == exercise and m.hidden_only is None and m.runnable]
         if not visible or not caught:
             continue
         outcome = every[exercise]
