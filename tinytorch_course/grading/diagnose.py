@@ -99,7 +99,7 @@ def difference(reference, outcome):
 
 def _value_relation(want, got):
     """How a result's values relate to the answer key's, whatever the inputs: "zeros", "nan", "transposed",
-    a constant simple ratio ("x-1" for one number; "x2", "x1/2", ... for two or more), else "values"."""
+    a constant simple ratio ("x2", "x1/2", "x-1", ...), else "values" (always for a single number)."""
     try:
         want, got = np.asarray(want, dtype=float), np.asarray(got, dtype=float)
     except (TypeError, ValueError):
@@ -110,6 +110,8 @@ def _value_relation(want, got):
         return "shape"
     if np.isnan(got).any() and not np.isnan(want).any():
         return "nan"
+    if want.size < 2:  # one number: any relation would be a coincidence of the inputs
+        return "values"
     finite = np.isfinite(want) & np.isfinite(got)
     if not got[finite].any():
         return "zeros"
@@ -120,7 +122,7 @@ def _value_relation(want, got):
     simple = Fraction(float(ratios[0])).limit_denominator(4)
     if abs(simple.numerator) > 4 or not np.isclose(float(simple), ratios[0], rtol=1e-5, atol=0):
         return "values"
-    return f"x{simple}" if len(ratios) > 1 or simple == -1 else "values"
+    return f"x{simple}" if len(ratios) > 1 else "values"
 
 
 def relation(expected, got_entry):
@@ -143,11 +145,13 @@ def relation(expected, got_entry):
 
 def signature(reference, outcome):
     """12 hex digits of a cell's `outcome` against the answer key's records `reference`: its error class,
-    how many records it has more or fewer, and each record's place and `relation`; equal for one
-    mistake in any variant of the hidden inputs (and for every passing cell)."""
+    whether it has fewer or more records, and the set of (place, `relation`) of its records that fail
+    (a set: which of a loop's cases fail, and how many, depends on the inputs); equal for one mistake in
+    any variant of the hidden inputs, and for every passing cell."""
     have = own_records(reference, outcome["records"])
-    text = json.dumps([outcome["error"], len(have) - len(reference),
-                       [[verdicts._key(w), relation(w, h)] for w, h in zip(reference, have)]], default=repr)
+    failing = {json.dumps([verdicts._key(w), relation(w, h)], default=repr) for w, h in zip(reference, have)}
+    text = json.dumps([outcome["error"], int(np.sign(len(have) - len(reference))),
+                       sorted(failing - {json.dumps([verdicts._key(w), "same"], default=repr) for w in reference})])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
