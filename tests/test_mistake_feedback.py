@@ -7,8 +7,12 @@ notebook: `learning.depends_on`), plus learners who share one mistake that this 
 out. Every injected catalogued mistake is named in the learner's `checks` (grading-status.json) and
 feedback page, no mistake the learner did not make is named, the learners of the left-out mistake
 get equal signatures at its exercise (a cluster for the class report), and no feedback line holds a
-hidden-test line or a number of a hidden record.
+hidden-test line or a number of a hidden record. The class report counts each catalogued mistake
+exactly and shows the left-out one as a cluster; named with `./course grade name-cluster`, that
+cluster is named in its learners' feedback after they are regraded, and in no one else's. Signatures
+are the same for one mistake in two variants of the hidden inputs.
 """
+import csv
 import html
 import json
 import re
@@ -19,7 +23,7 @@ import pytest
 
 from tinytorch_course import notebooks
 from tinytorch_course.build import hidden_inputs, mistakes
-from tinytorch_course.grading import diagnose, learning, sandbox, verdicts
+from tinytorch_course.grading import class_report, diagnose, learning, sandbox, verdicts
 from tinytorch_course.grading.feedback import hidden_lines
 from tinytorch_course.nbgrader_api import GRADER_KERNEL
 from conftest import REPO
@@ -96,7 +100,8 @@ def graded_class(built_course, tmp_path_factory):
     left_out = next(n for n in names if len(per_exercise[catalogue[n].cell]) > 1)  # its exercise has others
     names.remove(left_out)
     path = mistakes.catalogue_path(root, MODULE)
-    path.write_text(path.read_text() + f"\nMISTAKES = [m for m in MISTAKES if f'{{m.cell}}:{{m.what}}' != {left_out!r}]\n")
+    path.write_text(path.read_text() + f"\nMISTAKES = [m for m in MISTAKES if f'{{m.cell}}:{{m.what}}' != {left_out!r}]\n"
+                    "MISTAKES += [\n]\n")  # a list for ./course grade name-cluster to add to
     made = draw_class(catalogue, names, reaches(learning.depends_on(source)))
     made.update({f"left-out-{n}": [left_out] for n in range(LEFT_OUT_LEARNERS)})
     solved = notebooks.read(notebooks.notebook_path(root, "solutions", MODULE))
@@ -115,7 +120,8 @@ def graded_class(built_course, tmp_path_factory):
     status = json.loads((root / "grading-status.json").read_text())[MODULE]
     pages = {s: html.unescape((root / "feedback" / s / MODULE / f"{MODULE}.html").read_text()) for s in made}
     return {"root": root, "made": made, "left_out": left_out, "catalogue": catalogue, "status": status,
-            "pages": pages, "key": key, "source": source}
+            "pages": pages, "key": key, "source": source, "usable": names + [left_out],
+            "left_out_learners": sorted(s for s in made if s.startswith("left-out"))}
 
 
 def named(entry):
@@ -179,6 +185,76 @@ def test_feedback_lines_hold_no_hidden_line_nor_hidden_number(graded_class):
                                  if not c["passed"] and c["difference"])
         for line in lines:
             assert not [n for n in numbers if n in line], line
+
+
+def test_the_class_report_counts_each_mistake_and_shows_the_left_out_one_as_a_cluster(graded_class):
+    root, made, left = graded_class["root"], graded_class["made"], graded_class["left_out_learners"]
+    expected = {}
+    for student, chosen in sorted(made.items()):
+        for name in chosen if not student.startswith("left-out") else []:
+            expected.setdefault(name, []).append(student)
+    counts = class_report.mistake_counts(root, MODULE)
+    assert counts == expected
+    exercise = graded_class["catalogue"][graded_class["left_out"]].cell
+    theirs = [c for c in class_report.clusters(root, MODULE) if set(c[2]) & set(left)]
+    assert theirs and all(students == left and gid.startswith(exercise) for gid, _, students in theirs)
+    out = course_command(root, "grade", "report", MODULE[:2])
+    assert out == f"report: {root}/reports/{MODULE}.html, {root}/reports/{MODULE}.csv\n"
+    page = html.unescape((root / "reports" / f"{MODULE}.html").read_text())
+    assert all(key in page for key in counts) and all(student in page for student in left)
+    with open(root / "reports" / f"{MODULE}.csv", newline="") as f:
+        assert set(graded_class["key"]) <= {row["test"] for row in csv.DictReader(f)}
+    lines = course_command(root, "grade", "summary").splitlines()
+    top, biggest = next(iter(counts.items())), class_report.clusters(root, MODULE)[0]
+    assert lines[-4] == "findings of the class report:"
+    assert lines[-3].startswith(f"  01: {len(top[1])} of {len(made)} learners made '{top[0]}'")
+    assert lines[-1].startswith(f"  01: {len(biggest[2])} learners fail {biggest[0]} alike, matching no known mistake")
+
+
+def test_signatures_are_those_of_the_mistake_in_any_variant(graded_class):
+    """Each catalogued mistake (the left-out one included), learned with the hidden inputs of variants
+    0 and 1: other records, the same signature at every test cell; and the mistakes that their records
+    tell apart have different signatures."""
+    root, source = graded_class["root"], graded_class["source"]
+    exercises = sorted(learning.exercise_ids(source))
+    signatures, records = [], []
+    for variant in (0, 1):
+        seed = hidden_inputs.seed(root, MODULE, variant)
+        key = verdicts.reference_records(root, MODULE, sandbox.default_cache_dir(root) / "answer-keys",
+                                         GRADER_KERNEL, seed, seed)
+        learned = learning.learned(root, MODULE, sandbox.default_cache_dir(root) / "mistakes", seed, exercises)
+        outcomes = {name: cells for found in learned.values() for name, cells in found.items()}
+        signatures.append({name: {gid: diagnose.signature(key[gid], cell) for gid, cell in cells.items()}
+                           for name, cells in outcomes.items()})
+        records.append({name: json.dumps([cells[g]["records"] for g in sorted(cells)]) for name, cells in outcomes.items()})
+    assert signatures[0] == signatures[1]
+    usable = graded_class["usable"]
+    assert any(records[0][name] != records[1][name] for name in usable)  # the variants' inputs differ
+    for name in usable:
+        twins = [other for other in usable if other != name and signatures[0][other] == signatures[0][name]]
+        assert not twins, (name, twins)
+
+
+def test_a_named_cluster_is_named_for_its_learners_only(graded_class):
+    """Runs last of the class's tests: it adds to the catalogue and regrades the left-out learners,
+    with the learners of other mistakes of that exercise and one without mistakes."""
+    root, made, left = graded_class["root"], graded_class["made"], graded_class["left_out_learners"]
+    exercise = graded_class["catalogue"][graded_class["left_out"]].cell
+    gid, signature = next((g, s) for g, s, students in class_report.clusters(root, MODULE) if students == left)
+    says = "your answer fails this exercise the way several classmates' did: reread its contract"
+    course_command(root, "grade", "name-cluster", MODULE[:2], f"{gid}:{signature}", "--says", says)
+    entry = mistakes.catalogue(root, MODULE)[-1]
+    assert entry.signature == (gid, signature) and not entry.runnable
+    near = [s for s, chosen in made.items() if s not in left and any(graded_class["catalogue"][c].cell == exercise
+                                                                        for c in chosen)]
+    regraded = left + near[:4] + [s for s, chosen in made.items() if not chosen][:1]
+    course_command(root, "grade", "run", MODULE[:2], *[a for s in regraded for a in ("--student", s)], "--jobs", "2")
+    status = json.loads((root / "grading-status.json").read_text())[MODULE]
+    for student in regraded:
+        assert named(status[student]) == ({learning.mistake_key(entry)} if student in left else set(made[student]))
+        page = html.unescape((root / "feedback" / student / MODULE / f"{MODULE}.html").read_text())
+        assert (f"This looks like a known mistake: {says.rstrip('.')}" in page) == (student in left), student
+    assert class_report.mistake_counts(root, MODULE)[learning.mistake_key(entry)] == left
 
 
 # ---------------------------------------------------------------- the learner's kit
@@ -252,6 +328,32 @@ def test_each_kind_of_difference_is_named_without_the_values():
     assert kind(key) == (None, "")
     for got in ([entry(np.array([1.5, 2.5], np.float32))], [entry(np.array([[1.5, 2.75]], np.float32))]):
         assert "1.5" not in kind(got)[1] and "2.5" not in kind(got)[1]
-    signature = diagnose.signature({"records": key, "error": None})
-    assert signature == diagnose.signature({"records": [dict(key[0], passed=True)], "error": None})
-    assert signature != diagnose.signature({"records": [entry(np.array([[1.5, 2.75]], np.float32))], "error": None})
+    signature = diagnose.signature(key, {"records": key, "error": None})
+    assert signature == diagnose.signature(key, {"records": [dict(key[0], passed=True)], "error": None})
+    assert signature != diagnose.signature(key, {"records": [entry(np.array([[1.5, 2.75]], np.float32))], "error": None})
+
+
+def test_a_signature_holds_the_relation_of_each_failing_result_to_the_key_not_its_values():
+    from tinytorch.testing import to_plain
+
+    def entry(value, line=1):
+        return {"kind": "record", "what": "the result", "loc": ["<cell>", line], "got": to_plain(value)}
+
+    want = np.array([[1.0, -2.0, 0.0], [4.0, 5.0, 6.0]])
+    relations = {"x2": want * 2, "x-1": -want, "x1/2": want / 2, "zeros": np.zeros_like(want), "transposed": want.T,
+                 "nan": np.where(want > 4, np.nan, want), "values": want + 1, "same": want}
+    for relation, got in relations.items():
+        assert diagnose.relation(entry(want), entry(got)) == relation, relation
+    assert diagnose.relation(entry(np.array([3.0])), entry(np.array([6.0]))) == "values"  # one number: no ratio
+    assert diagnose.relation(entry(want, 1), entry(want * 2, 2)) == "missing"
+    other = np.array([[7.0, 0.0], [-3.0, 9.0]])  # other inputs, as in another variant
+
+    def signature(*results, key=want, error=None):
+        return diagnose.signature([entry(key), entry(key, 2)],
+                                  {"records": [entry(r, i) for i, r in enumerate(results, 1)], "error": error})
+
+    assert signature(want * 2, want) == signature(other * 2, other, key=other) != signature(-want, want)
+    assert signature(want, want * 2) != signature(want * 2, want)  # the place counts
+    assert signature(want, want) == signature(other, other, key=other)
+    assert signature(want * 2, want) != signature(want * 2, want, error="AssertionError")
+    assert signature(want * 2) != signature(want * 2, want)  # a record fewer
