@@ -164,9 +164,12 @@ def test_the_left_out_mistake_is_a_cluster_of_unnamed_failures(graded_class):
                for s in graded_class["made"] if s.startswith("left-out")]
     assert failing[0] and all(f == failing[0] for f in failing)  # the same failures, the same signatures
     assert all(gid.startswith(exercise) for gid in failing[0])
-    others = {check["signature"] for s, entry in status.items() if not s.startswith("left-out")
-              for gid, check in entry["checks"].items() if gid in failing[0]}
-    assert not set(failing[0].values()) & others  # no other learner's failure shares it
+    others = [{gid: check["signature"] for gid, check in entry["checks"].items() if gid in failing[0]}
+              for s, entry in status.items() if not s.startswith("left-out")]
+    assert failing[0] not in others  # no other learner fails the exercise's tests alike
+    unnamed = {check["signature"] for s, entry in status.items() if not s.startswith("left-out")
+               for gid, check in entry["checks"].items() if gid in failing[0] and not check["mistakes"]}
+    assert not set(failing[0].values()) & unnamed  # nor any failure the class report clusters
     for student in graded_class["made"]:
         if student.startswith("left-out"):
             assert re.search(rf"The (hidden )?test {exercise}_\w+ of [^\n]* failed: ", graded_class["pages"][student])
@@ -213,8 +216,10 @@ def test_the_class_report_counts_each_mistake_and_shows_the_left_out_one_as_a_cl
 
 def test_signatures_are_those_of_the_mistake_in_any_variant(graded_class):
     """Each catalogued mistake (the left-out one included), learned with the hidden inputs of variants
-    0 and 1: other records, the same signature at every test cell; and the mistakes that their records
-    tell apart have different signatures."""
+    0 and 1: other records, the same signature at every test cell, but for a mistake that shows only in
+    some random cases of a loop, whose cases may fail at other places in another variant (at most one
+    in ten); and the mistakes that their records tell apart have different signatures (three of one
+    exercise: an error, a type, values)."""
     root, source = graded_class["root"], graded_class["source"]
     exercises = sorted(learning.exercise_ids(source))
     signatures, records = [], []
@@ -227,8 +232,12 @@ def test_signatures_are_those_of_the_mistake_in_any_variant(graded_class):
         signatures.append({name: {gid: diagnose.signature(key[gid], cell) for gid, cell in cells.items()}
                            for name, cells in outcomes.items()})
         records.append({name: json.dumps([cells[g]["records"] for g in sorted(cells)]) for name, cells in outcomes.items()})
-    assert signatures[0] == signatures[1]
     usable = graded_class["usable"]
+    same = [name for name in signatures[0] if signatures[0][name] == signatures[1][name]]
+    assert graded_class["left_out"] in same and len(same) >= 0.9 * len(signatures[0]), set(signatures[0]) - set(same)
+    kinds = ["contiguous_strides:negative sizes accepted", "contiguous_strides:strides returned as a list",
+             "contiguous_strides:size-0 dimensions multiply the stride by 0"]
+    assert len({json.dumps(signatures[v][k], sort_keys=True) for k in kinds for v in (0, 1)}) == 3
     assert any(records[0][name] != records[1][name] for name in usable)  # the variants' inputs differ
     for name in usable:
         twins = [other for other in usable if other != name and signatures[0][other] == signatures[0][name]]
