@@ -14,8 +14,9 @@ feedback says which check failed and the kind of difference from the answer key 
 without any value a hidden test computed. `signature` is a short digest of how a cell's records
 differ from the answer key's, in terms no hidden input decides (`relation`): one mistake has one
 signature in every variant of the hidden inputs (a cluster of one unknown mistake, for the class
-report), and a catalogued mistake named from a cluster (`Mistake.signature`: no code to learn) is
-named by it.
+report; but for a mistake that shows only in some random cases of a loop, which may fall at other
+places of the cell in another variant), and a catalogued mistake named from a cluster
+(`Mistake.signature`: no code to learn) is named by it.
 """
 import hashlib
 import json
@@ -146,8 +147,8 @@ def relation(expected, got_entry):
 def signature(reference, outcome):
     """12 hex digits of a cell's `outcome` against the answer key's records `reference`: its error class,
     whether it has fewer or more records, and the set of (place, `relation`) of its records that fail
-    (a set: which of a loop's cases fail, and how many, depends on the inputs); equal for one mistake in
-    any variant of the hidden inputs, and for every passing cell."""
+    (a set: which of a loop's cases fail, and how many, depends on the inputs); equal for every passing
+    cell, and for one mistake in any variant of the hidden inputs unless the places it fails at do."""
     have = own_records(reference, outcome["records"])
     failing = {json.dumps([verdicts._key(w), relation(w, h)], default=repr) for w, h in zip(reference, have)}
     text = json.dumps([outcome["error"], int(np.sign(len(have) - len(reference))),
