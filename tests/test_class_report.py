@@ -98,6 +98,9 @@ def test_named_mistakes_are_counted_once_per_learner(course):
 
 
 def test_unknown_failures_cluster_by_test_and_signature_biggest_first(course):
+    status = json.loads((course / STATUS_FILE).read_text())  # s11 left one exercise's stub: no mistake, no cluster
+    status[MODULE]["s11"]["checks"]["run_backward_hidden"].update(passed=False, difference="unfinished", signature="sigA")
+    (course / STATUS_FILE).write_text(json.dumps(status))
     assert class_report.clusters(course, MODULE) == [
         ("run_backward_hidden", "sigA", ["s06", "s07", "s08"]),
         ("unbroadcast_hidden", "sigB", ["s09"]),

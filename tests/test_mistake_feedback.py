@@ -334,6 +334,7 @@ def test_each_kind_of_difference_is_named_without_the_values():
     assert kind([entry(np.array([[1.5, 2.75]], np.float32))]) == ("values", "the result's values differ from the answer key's")
     assert kind([entry(ValueError("1.5"))]) == ("error", "raised ValueError where the answer key raised none")
     assert kind([], "KeyError") == ("error", "raised KeyError where the answer key raised none")
+    assert kind([], "NotImplementedError")[0] == kind([entry(NotImplementedError())])[0] == "unfinished"  # a stub
     assert kind([])[0] == kind([entry(np.array([[1.5, 2.5]], np.float32), line=2)])[0] == "missing"
     assert kind(key) == (None, "")
     for got in ([entry(np.array([1.5, 2.5], np.float32))], [entry(np.array([[1.5, 2.75]], np.float32))]):

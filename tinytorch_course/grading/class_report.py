@@ -114,12 +114,13 @@ def mistake_counts(root, module, results=None):
 
 def clusters(root, module, results=None):
     """`[(grade id, signature, [students])]`: the scored learners' failed checks that match no
-    catalogued mistake, grouped by test and signature of their records, biggest first."""
+    catalogued mistake, grouped by test and signature of their records, biggest first (work not
+    done yet, the stub's error, is no mistake: left out)."""
     results = results or load(root, module)
     found = {}
     for student, checks in sorted(results.checks.items()):
         for gid, check in checks.items():
-            if not check.get("passed") and not check.get("mistakes"):
+            if not check.get("passed") and not check.get("mistakes") and check.get("difference") != "unfinished":
                 found.setdefault((gid, str(check.get("signature"))), []).append(student)
     return [(gid, signature, students)
             for (gid, signature), students in sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))]
