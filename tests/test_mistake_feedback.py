@@ -368,3 +368,36 @@ def test_a_signature_holds_the_relation_of_each_failing_result_to_the_key_not_it
     assert signature(want, want) == signature(other, other, key=other)
     assert signature(want * 2, want) != signature(want * 2, want, error="AssertionError")
     assert signature(want * 2) != signature(want * 2, want)  # a record fewer
+
+
+def test_a_stub_left_as_it_is_costs_no_learning_and_names_no_mistake():
+    """Learning runs the mistakes of an exercise only when its failure could be one: never for the
+    release's stubs (a blank or half-done submission, the most common kind)."""
+    import nbformat
+
+    from tinytorch_course.grading.verdicts import CellVerdict
+
+    source = notebooks.read(notebooks.notebook_path(REPO, "modules", MODULE))
+    first = next(notebooks.grade_id(c) for c in source.cells if notebooks.is_solution(c))
+    own = set(learning.test_cells_of(source, first))
+    asked = []
+
+    def diagnosed(error_of):
+        """Diagnose the notebook whose test cells raised `error_of(grade id)` (None: passed)."""
+        executed = nbformat.from_dict(source)
+        judged = {}
+        for cell in (c for c in executed.cells if notebooks.is_test(c)):
+            error = error_of(notebooks.grade_id(cell))
+            cell.outputs = [nbformat.v4.new_output("error", ename=error, evalue="", traceback=[])] if error else []
+            judged[notebooks.grade_id(cell)] = CellVerdict(["failed"] if error else [], False, 0)
+        key = {gid: [{"kind": "record", "what": "the result", "loc": ["<cell>", 1], "got": 1}] for gid in judged}
+        checks, _ = diagnose.diagnose(source, executed, {}, key, judged, lambda e: asked.append(e) or {},
+                                      mistakes.catalogue(REPO, MODULE))
+        return checks, asked.pop()
+
+    checks, learned = diagnosed(lambda gid: "NotImplementedError")  # the release as it is
+    assert learned == [] and {c["difference"] for c in checks.values()} == {"unfinished"}
+    checks, learned = diagnosed(lambda gid: "NotImplementedError" if gid in own else None)
+    assert learned == [] and {checks[gid]["difference"] for gid in own} == {"unfinished"}
+    checks, learned = diagnosed(lambda gid: "ValueError" if gid in own else None)  # that may be a mistake
+    assert learned == [first] and {checks[gid]["difference"] for gid in own} == {"error"}, learned

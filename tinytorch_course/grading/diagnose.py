@@ -175,7 +175,8 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
     `source`: the module's source notebook (the course's: exercises and headings come from it, not
     from the submission); `reference`: the answer key's records of the learner's variant; `judged`:
     `verdicts.judge`'s verdicts; `learned(exercises)`: `learning.learned` for the learner's variant,
-    called once, with the exercises that have a failing cell and no failing exercise upstream;
+    called once, with the exercises that have a failing cell other than the stub's error and no failing
+    exercise upstream;
     `catalogue`: the module's mistakes.
     `checks`: `{grade id: {"passed", "mistakes", "difference", "signature"}}` for every graded test
     cell; `sentences`: `{grade id: what the feedback says}` for each failing cell."""
@@ -202,7 +203,8 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
     upstream = {exercise: sorted(c for c in depends.get(exercise, set()) & failed  # what may have failed it
                                  if indices[c] < indices[exercise] or exercise not in depends[c])
                 for exercise in failing if exercise}
-    known = learned(sorted(e for e, up in upstream.items() if not up))
+    known = learned(sorted(e for e, up in upstream.items()  # a stub left as it is matches no mistake
+                           if not up and any(checks[g]["difference"] != UNFINISHED[0] for g in failing[e])))
     for exercise, gids in failing.items():
         own = learning.test_cells_of(source, exercise) if exercise else []
         named = [] if exercise not in known or not own else [
