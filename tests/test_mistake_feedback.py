@@ -383,13 +383,14 @@ def test_a_stub_left_as_it_is_costs_no_learning_and_names_no_mistake():
     asked = []
 
     def diagnosed(error_of):
-        """Diagnose the notebook whose test cells raised `error_of(grade id)` (None: passed)."""
+        """Diagnose the notebook whose graded cells raised `error_of(grade id)` (None: passed)."""
         executed = nbformat.from_dict(source)
         judged = {}
-        for cell in (c for c in executed.cells if notebooks.is_test(c)):
+        for cell in (c for c in executed.cells if notebooks.grade_id(c)):
             error = error_of(notebooks.grade_id(cell))
             cell.outputs = [nbformat.v4.new_output("error", ename=error, evalue="", traceback=[])] if error else []
-            judged[notebooks.grade_id(cell)] = CellVerdict(["failed"] if error else [], False, 0)
+            if notebooks.is_test(cell):
+                judged[notebooks.grade_id(cell)] = CellVerdict(["failed"] if error else [], False, 0)
         key = {gid: [{"kind": "record", "what": "the result", "loc": ["<cell>", 1], "got": 1}] for gid in judged}
         checks, _ = diagnose.diagnose(source, executed, {}, key, judged, lambda e: asked.append(e) or {},
                                       mistakes.catalogue(REPO, MODULE))
@@ -401,3 +402,6 @@ def test_a_stub_left_as_it_is_costs_no_learning_and_names_no_mistake():
     assert learned == [] and {checks[gid]["difference"] for gid in own} == {"unfinished"}
     checks, learned = diagnosed(lambda gid: "ValueError" if gid in own else None)  # that may be a mistake
     assert learned == [first] and {checks[gid]["difference"] for gid in own} == {"error"}, learned
+    checks, learned = diagnosed(lambda gid: "NameError" if gid in own else "NotImplementedError" if gid == first
+                                else None)  # the exercise's own cell raised the stub's error: its names are missing
+    assert learned == [] and {checks[gid]["difference"] for gid in own} == {"unfinished"}, learned
