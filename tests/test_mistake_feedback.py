@@ -405,3 +405,7 @@ def test_a_stub_left_as_it_is_costs_no_learning_and_names_no_mistake():
     checks, learned = diagnosed(lambda gid: "NameError" if gid in own else "NotImplementedError" if gid == first
                                 else None)  # the exercise's own cell raised the stub's error: its names are missing
     assert learned == [] and {checks[gid]["difference"] for gid in own} == {"unfinished"}, learned
+    visible, *others = sorted(own, key=lambda gid: not gid.endswith("_visible"))  # a later test needs a name it defines
+    checks, learned = diagnosed(lambda gid: "NotImplementedError" if gid == visible else "NameError" if gid in others
+                                else None)
+    assert others and learned == [] and {checks[gid]["difference"] for gid in own} == {"unfinished"}, learned

@@ -55,7 +55,6 @@ def _error_name(value):
 
 STUB_ERROR = "NotImplementedError"  # what the release's stubs raise
 UNFINISHED = ("unfinished", f"the code it tests is not written yet (it raises {STUB_ERROR}, as the stub does)")
-# (also a test of an exercise whose own cell raised it: its names are then missing, a NameError)
 
 
 def _kind_of(expected, got_entry):
@@ -189,18 +188,20 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
                 for gid, cell in notebooks.cells_by_id(executed).items() if gid in records}
     says = {learning.mistake_key(m): m.says or m.what for m in catalogue}
     ran = notebooks.cells_by_id(executed)
-    stubs = {e for e in exercises if e in ran and learning.cell_error(ran[e]) == STUB_ERROR}  # not begun
+    exercise_of = {gid: learning.exercise_of(cells[gid], exercises) if gid in cells else None for gid in outcomes}
+    kinds = {gid: (None, "") if judged.get(gid) and judged[gid].passed
+             else difference(reference.get(gid, []), outcome) for gid, outcome in outcomes.items()}
+    # not begun: the exercise's own cell or one of its tests met the stub's error (its other tests then
+    # fail for want of what it defines, a NameError, or of what an earlier test cell defines)
+    stubs = ({e for e in exercises if e in ran and learning.cell_error(ran[e]) == STUB_ERROR}
+             | {exercise_of[gid] for gid, kind in kinds.items() if kind == UNFINISHED})
     checks, sentences, words, failing = {}, {}, {}, {}
     for gid, outcome in outcomes.items():
-        verdict = judged.get(gid)
-        passed = bool(verdict and verdict.passed)
-        exercise = learning.exercise_of(cells[gid], exercises) if gid in cells else None
-        kind, words[gid] = ((None, "") if passed else UNFINISHED if exercise in stubs
-                            else difference(reference.get(gid, []), outcome))
-        checks[gid] = {"passed": passed, "mistakes": [], "difference": kind,
+        kind, words[gid] = UNFINISHED if kinds[gid][0] and exercise_of[gid] in stubs else kinds[gid]
+        checks[gid] = {"passed": bool(judged.get(gid) and judged[gid].passed), "mistakes": [], "difference": kind,
                        "signature": signature(reference.get(gid, []), outcome)}
-        if not passed and kind is not None:
-            failing.setdefault(exercise, []).append(gid)
+        if not checks[gid]["passed"] and kind is not None:
+            failing.setdefault(exercise_of[gid], []).append(gid)
     depends = learning.depends_on(source)
     failed = {learning.exercise_of(cells[gid], exercises) for gid, check in checks.items()
               if not check["passed"] and gid in cells}
