@@ -16,6 +16,9 @@ REPO = Path(__file__).resolve().parent.parent
 # that its copies (which share its secret) share one answer key per module (tests/test_per_learner.py
 # grades variants of its own).
 TEST_VARIANTS = 1
+# The built course's grading secret: fixed, so that every test session draws the same hidden inputs
+# (a random one made a test's outcome depend on the session: which mistakes the hidden cases catch).
+TEST_SECRET = "7e57" * 16
 
 
 def copy_course(destination):
@@ -32,7 +35,7 @@ def shared_folder(tmp_path_factory):
 @pytest.fixture(scope="session")
 def built_course(tmp_path_factory):
     """A copy of the course rebuilt from its sources with `build` (the repo itself is untouched), with
-    a grading secret and a term of `TEST_VARIANTS` variants, made once for all workers (the first builds, the others wait for it): tests only read or copy it."""
+    the grading secret `TEST_SECRET` and a term of `TEST_VARIANTS` variants, made once for all workers (the first builds, the others wait for it): tests only read or copy it."""
     root = shared_folder(tmp_path_factory) / "built-course"
     with open(root.with_name("built-course.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -42,7 +45,10 @@ def built_course(tmp_path_factory):
             root.mkdir()
             build(copy_course(root), log=lambda message: None)
             hidden_inputs.set_term(root, "tests", TEST_VARIANTS)
-            hidden_inputs.secret(root)
+            fd = os.open(root / hidden_inputs.SECRET_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(TEST_SECRET + "\n")
+            hidden_inputs.secret(root)  # checks what was written
             done.touch()
     return root
 
