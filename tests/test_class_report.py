@@ -48,8 +48,8 @@ def make_course(folder):
     root.mkdir()
     shutil.copy(REPO / "nbgrader_config.py", root)
     shutil.copytree(REPO / "mistakes", root / "mistakes")
-    (root / "modules" / MODULE).mkdir(parents=True)
-    (root / "modules" / MODULE / f"{MODULE}.ipynb").touch()  # what the commands' `NN` is looked up in
+    (root / "modules" / MODULE).mkdir(parents=True)  # the commands' `NN`, and a cluster's exercise
+    shutil.copy(REPO / "modules" / MODULE / f"{MODULE}.ipynb", root / "modules" / MODULE)
     with open(folder / "roster.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["id", "first_name", "last_name", "email"])
@@ -194,6 +194,19 @@ def test_a_named_cluster_joins_the_catalogue(course):
         class_report.name_cluster(course, MODULE, "1", "again")
     with pytest.raises(CourseError, match="no cluster '9'"):
         class_report.name_cluster(course, MODULE, "9", "none")
+
+
+def test_a_cluster_of_a_test_of_no_single_exercise_is_not_named(course):
+    """Grading names a mistake by the exercise whose tests fail; a test that no solution cell's grade
+    id begins (one of several exercises, or gone from the notebook) has none to give the entry."""
+    status = json.loads((course / STATUS_FILE).read_text())
+    status[MODULE]["s09"]["checks"]["autograd_demo_visible"] = {"passed": False, "mistakes": [],
+                                                                 "difference": "values", "signature": "sigC"}
+    (course / STATUS_FILE).write_text(json.dumps(status))
+    before = (course / "mistakes" / f"{MODULE}.py").read_text()
+    with pytest.raises(CourseError, match="autograd_demo_visible is not the test of one exercise"):
+        class_report.name_cluster(course, MODULE, "autograd_demo_visible:sigC", "a mistake")
+    assert (course / "mistakes" / f"{MODULE}.py").read_text() == before
 
 
 def test_the_commands_write_the_report_and_name_a_cluster(course, monkeypatch, capsys):

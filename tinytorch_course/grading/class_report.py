@@ -19,13 +19,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import grading
+from . import grading, learning
+from .. import notebooks
 from ..build import mistakes
 from .autograder import read_status
 from .feedback import CSP
 from .intake import printable
 from ..nbgrader_api import CourseError, api
-from .verdicts import exercise_of
+from .verdicts import test_group
 
 REPORTS = "reports"  # in the course folder (git-ignored: it names learners)
 SCORED = ("graded", "review")
@@ -93,7 +94,7 @@ def item_statistics(results):
 
     exercises = {}
     for gid, _ in results.tests:
-        exercises.setdefault(exercise_of(gid), []).append(gid)
+        exercises.setdefault(test_group(gid), []).append(gid)
     rows = [row("", "", list(maximum))]
     for exercise, ids in exercises.items():
         rows.append(row(exercise, "", ids))
@@ -292,7 +293,13 @@ def name_cluster(root, module, cluster, says, what=None):
         raise CourseError(f"{module} has no cluster {cluster!r} of failures matching no known mistake "
                           f"({len(found)} now: see ./course grade report {number(module)})")
     gid, signature, students = chosen[0]
-    entry = mistakes.Mistake(exercise_of(gid), what or says, "", "", says=says, signature=(gid, signature))
+    source = notebooks.read(notebooks.notebook_path(root, "modules", module))
+    cell = notebooks.cells_by_id(source).get(gid)
+    exercise = cell and learning.exercise_of(cell, learning.exercise_ids(source))
+    if not exercise:  # grading names a mistake of one exercise only
+        raise CourseError(f"{gid} is not the test of one exercise of modules/{module} (no solution cell's grade id "
+                          "begins its own): write the mistake of the exercise that causes it by hand, with old and new")
+    entry = mistakes.Mistake(exercise, what or says, "", "", says=says, signature=(gid, signature))
     known = mistakes.catalogue(root, module)
     if any(f"{m.cell}:{m.what}" == f"{entry.cell}:{entry.what}" or m.signature == entry.signature for m in known):
         raise CourseError(f"mistakes/{module}.py already names {entry.cell}:{entry.what} or the signature "

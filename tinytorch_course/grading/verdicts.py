@@ -271,20 +271,22 @@ def is_informative(records):
     return any(entry.get("informative") for entry in records)
 
 
-def informative_cells(reference, exercise):
-    """The grade ids of the exercise's test cells that hold informative records."""
+def informative_cells(reference, group):
+    """The grade ids of the test cells of `group` (`test_group`) that hold informative records."""
     return sorted(gid for gid, records in reference.items()
-                  if exercise_of(gid) == exercise and is_informative(records))
+                  if test_group(gid) == group and is_informative(records))
 
 
 def unproven_exercises(reference):
-    """Exercises none of whose records is informative: their points can be had by guesses."""
-    return sorted({exercise_of(gid) for gid in reference} - {exercise_of(gid) for gid, records in reference.items()
+    """Test groups none of whose records is informative: their points can be had by guesses."""
+    return sorted({test_group(gid) for gid in reference} - {test_group(gid) for gid, records in reference.items()
                                                               if is_informative(records)})
 
 
-def exercise_of(grade_id):
-    """The exercise a test cell belongs to: its grade id without `_visible`/`_hidden`."""
+def test_group(grade_id):
+    """The group of a test cell, its grade id without `_visible`/`_hidden`: a visible test and the
+    hidden one that checks the same thing (the exercise it tests, the solution cell, is
+    `learning.exercise_of`; a group may test several)."""
     for suffix in ("_visible", "_hidden"):
         if grade_id.endswith(suffix):
             return grade_id[:-len(suffix)]
@@ -361,7 +363,7 @@ def judge(notebook, cell_records, reference):
                               notebooks.HIDDEN_MARKERS[0] in cells[gid].source)
               for gid, records in learner.items()}
     for gid, verdict in judged.items():
-        sources = informative_cells(reference, exercise_of(gid))
+        sources = informative_cells(reference, test_group(gid))
         if verdict.records_passed and any(g not in judged or not judged[g].records_passed for g in sources):
             verdict.failures.append(f"its points count only when the hidden checks of {', '.join(sources)} "
                                     "pass as well")
@@ -374,7 +376,7 @@ def visible_without_hidden(notebook, verdicts, reference):
     cells = notebooks.cells_by_id(notebook)
     found = []
     for gid, verdict in verdicts.items():
-        sources = [g for g in informative_cells(reference, exercise_of(gid)) if g in verdicts]
+        sources = [g for g in informative_cells(reference, test_group(gid)) if g in verdicts]
         if (verdict.records_passed and not kernel_failed(cells[gid]) and sources and gid not in sources
                 and sum(verdicts[g].informative_matched for g in sources) == 0):
             found.append(gid)
