@@ -235,25 +235,10 @@ def _autograde_job(job):
             job["status"] = "review"
         return
     job["status"], job["results"] = "failed", None
-    cell = job.get("died_in_cell")
-    where = f" in cell {cell}" if cell is not None else ""
-    if "unstoppable_cell" in job:
-        job["reasons"].append(f"cell {job['unstoppable_cell']} ran past the {job['cell_timeout']} s "
-                              "cell limit and ignored the interrupt; stopped")
-    elif job.get("deadline_passed"):
-        job["reasons"].append(f"ran past the {job['notebook_timeout']} s limit for a whole "
-                              f"notebook{where}; stopped")
-    elif "died_in_cell" in job:
-        last = f": {job['kernel_log']}" if job.get("kernel_log") else ""
-        again = (f", again after {job['reruns']} run(s) with the exercises before it reset to their stubs"
-                 if job.get("reruns") else ", before any exercise that could be reset to its stub")
-        job["reasons"].append(f"the kernel died in {job.get('died_in') or cell} (exit, crash or resource "
-                              f"limit){last}{again}")
-    else:
-        log = result.get("log", "")
-        errors = [line.strip() for line in log.splitlines()
-                  if re.match(r"\s*[\w.]*(Error|Exception)\b", line) and "NbGrader" not in line]
-        job["reasons"].append("nbgrader could not grade it: " + (errors[-1][:300] if errors else "no log"))
+    errors = [line.strip() for line in result.get("log", "").splitlines()
+              if re.match(r"\s*[\w.]*(Error|Exception)\b", line) and "NbGrader" not in line]
+    job["reasons"].append(job.get("stopped")  # the sandbox says why it stopped the notebook
+                          or "nbgrader could not grade it: " + (errors[-1][:300] if errors else "no log"))
 
 
 def write_feedback(course, job):

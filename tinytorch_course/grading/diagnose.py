@@ -3,7 +3,7 @@
 For each exercise with a failing test cell, the learner's records at the exercise's test cells are
 matched against what each catalogued mistake of the exercise records there (`learning.learned`, with
 the learner's own hidden inputs): a mistake is named only when every record of every test cell of
-the exercise matches it (each compared as `verdicts._judge_pair` compares a hidden record with the
+the exercise matches it (each compared as `verdicts.judge_record` compares a hidden record with the
 answer key's: the mistake's recorded result in the key's place) and each cell raised the same error
 class. A mistake in an earlier exercise that this one uses may change its records, even into those
 of one of its own catalogued mistakes: so an exercise that uses a failing one
@@ -21,20 +21,23 @@ places of the cell in another variant), and a catalogued mistake named from a cl
 import hashlib
 import json
 from fractions import Fraction
+from pathlib import Path
 
+import nbformat
 import numpy as np
 
 from tinytorch.testing import ErrorValue, decoded
 
 from . import learning, verdicts
 from .. import notebooks
+from ..build import mistakes
 from ..kit.nbcells import heading_before
 
 
 def own_records(reference, records):
     """The learner's records placed in the files the answer key's records name (as `judge_cell`)."""
-    files = {place[0] for _, place in map(verdicts._key, reference) if place}
-    return [entry for entry in records if (verdicts._key(entry)[1] or ("",))[0] in files]
+    files = {place[0] for _, place in map(verdicts.record_key, reference) if place}
+    return [entry for entry in records if (verdicts.record_key(entry)[1] or ("",))[0] in files]
 
 
 def same_outcome(expected, got):
@@ -42,7 +45,7 @@ def same_outcome(expected, got):
     checks in the same places, each result equal to the mistake's."""
     want, have = expected["records"], own_records(expected["records"], got["records"])
     return (expected["error"] == got["error"] and len(want) == len(have)
-            and all(verdicts._key(w) == verdicts._key(h) and verdicts._judge_pair(dict(w, kind="record"), h)[0]
+            and all(verdicts.record_key(w) == verdicts.record_key(h) and verdicts.judge_record(dict(w, kind="record"), h)[0]
                     for w, h in zip(want, have)))
 
 
@@ -90,10 +93,10 @@ def difference(reference, outcome):
         return UNFINISHED
     have = own_records(reference, outcome["records"])
     for expected, got in zip(reference, have):
-        if verdicts._key(expected) != verdicts._key(got):
+        if verdicts.record_key(expected) != verdicts.record_key(got):
             return "missing", "its checks did not run as the answer key's did"
         try:
-            if not verdicts._judge_pair(expected, got)[0]:
+            if not verdicts.judge_record(expected, got)[0]:
                 return _kind_of(expected, got)
         except Exception:  # noqa: BLE001  (records are untrusted data)
             return "values", "a result could not be read"
@@ -138,10 +141,10 @@ def relation(expected, got_entry):
     """One record's part of a signature: "same" where it passes the answer key's check `expected`,
     else the kind of difference in words (`_kind_of`: error classes, dtypes, types) and, for values,
     `_value_relation`."""
-    if verdicts._key(expected) != verdicts._key(got_entry):
+    if verdicts.record_key(expected) != verdicts.record_key(got_entry):
         return "missing"
     try:
-        if verdicts._judge_pair(expected, got_entry)[0]:
+        if verdicts.judge_record(expected, got_entry)[0]:
             return "same"
         kind, words = _kind_of(expected, got_entry)
         if kind != "shape" and words != VALUES_DIFFER:
@@ -158,9 +161,9 @@ def signature(reference, outcome):
     (a set: which of a loop's cases fail, and how many, depends on the inputs); equal for every passing
     cell, and for one mistake in any variant of the hidden inputs unless the places it fails at do."""
     have = own_records(reference, outcome["records"])
-    failing = {json.dumps([verdicts._key(w), relation(w, h)], default=repr) for w, h in zip(reference, have)}
+    failing = {json.dumps([verdicts.record_key(w), relation(w, h)], default=repr) for w, h in zip(reference, have)}
     text = json.dumps([outcome["error"], int(np.sign(len(have) - len(reference))),
-                       sorted(failing - {json.dumps([verdicts._key(w), "same"], default=repr) for w in reference})])
+                       sorted(failing - {json.dumps([verdicts.record_key(w), "same"], default=repr) for w in reference})])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -233,3 +236,17 @@ def diagnose(source, executed, cell_records, reference, judged, learned, catalog
                 sentences[gid] = (f"The {test} {gid}" + (f" of {under}" if under else "")
                                   + f" failed: {words[gid]}{after}.")
     return checks, sentences
+
+
+def explain(root, module_id, cache_dir, seed, executed, cell_records, reference, judged):
+    """`checks` (`diagnose`) of an executed submission of `module_id` graded with hidden-input `seed`,
+    learning in `cache_dir`/mistakes; a `Feedback:` line is added under each failing test cell of
+    `executed`, the notebook the feedback page shows."""
+    checks, sentences = diagnose(
+        notebooks.read(notebooks.notebook_path(root, "modules", module_id)), executed, cell_records, reference,
+        judged, lambda exercises: learning.learned(root, module_id, Path(cache_dir) / "mistakes", seed, exercises),
+        mistakes.catalogue(root, module_id))
+    cells = notebooks.cells_by_id(executed)
+    for gid, sentence in sentences.items():
+        cells[gid].outputs.append(nbformat.v4.new_output("stream", name="stderr", text=f"Feedback: {sentence}\n"))
+    return checks

@@ -10,7 +10,7 @@ None, "message": its text}}}`, where a mistake's key is `"<cell>:<what>"`. An en
 the answer keys, under the digest of what it is made from (the notebook, the package, the grading
 code, this module and its runner, the exercise's mistakes as the catalogue file gives them, but
 their `says`, and the seed), and made lazily: grading learns an exercise's mistakes only when a
-submission failed one of its tests (`sandbox.SandboxedExecute._judge`). Concurrent workers wait for
+submission failed one of its tests (`diagnose.explain`). Concurrent workers wait for
 each other on a lock: one learns, the others read. `write_kit_file` keeps what the learner's kit may
 know of them: how each fails the visible tests.
 """

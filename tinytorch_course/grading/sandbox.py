@@ -24,9 +24,11 @@ notebook it:
   deadline; the feedback shows the learner's code in that cell with an error saying what happened;
 * gives the kernel the seed of the learner's variant of the module (`hidden_inputs`): the hidden
   tests' inputs, whose answer key is made for that variant;
-* judges every graded test cell from its records against the answer key's (`verdicts`), marks
-  the cells that fail, and notes what to flag for review (`resources["tinytorch"]`, and
-  `FlagForReview` writes it into the gradebook).
+* judges every graded test cell from its records against the answer key's and notes what to flag
+  for review (`verdicts.review`), says under each failing cell what the failure is (`diagnose.explain`),
+  and marks the cells that fail for nbgrader's scores (`resources["tinytorch"]`, and `FlagForReview`
+  writes the reasons into the gradebook); a notebook it could not run to its end gets the reason
+  (`_why_stopped`) in the worker's job.
 """
 import compileall
 import copy
@@ -50,9 +52,9 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
-from . import cgroups, diagnose, grading_cache, learning, verdicts
+from . import cgroups, diagnose, grading_cache, verdicts
 from .. import notebooks
-from ..build import hidden_inputs, mistakes
+from ..build import hidden_inputs
 from ..nbgrader_api import GRADER_KERNEL, SANDBOX_KERNEL
 
 HERE = Path(__file__).resolve().parent
@@ -213,19 +215,44 @@ class SandboxedExecute(verdicts.RecordingExecute):
         return Path(root or os.getcwd()).resolve()
 
     def preprocess(self, nb, resources=None, km=None):
+        """Run the submission in the sandbox, judge its test cells against the answer key of the
+        learner's variant (`verdicts`), say what each failure is (`diagnose`), and mark the failures
+        for nbgrader's scores; what happened goes to `resources["tinytorch"]` and the worker's `job`."""
         require_bubblewrap()
-        module_id = resources["nbgrader"]["assignment"]
-        root = self._root()
+        module_id, root = resources["nbgrader"]["assignment"], self._root()
+        cache_dir = self.cache_dir or default_cache_dir(root)
         variant = hidden_inputs.variant(root, module_id, resources["nbgrader"]["student"])
-        reference, kernel, answer_key, self._hidden_seed = prepare(
-            root, module_id, self.cache_dir or default_cache_dir(root), variant["variant"])
+        reference, kernel, answer_key, self._hidden_seed = prepare(root, module_id, cache_dir, variant["variant"])
         self.skip_sources = notebooks.skipped_when_graded(  # the course's tags, not the submission's
             notebooks.read(notebooks.notebook_path(root, "modules", module_id)))
-        stubs = {gid: cell.source for gid, cell in notebooks.cells_by_id(
-            notebooks.read(notebooks.notebook_path(root, "release", module_id))).items()
-            if notebooks.is_solution(cell)}
         outcome = self.job if self.job is not None else {}
         outcome["variant"] = variant
+        try:
+            executed, guard_records, notes = self._run_until_done(nb, resources, km, reference, kernel, outcome)
+        except (DeadKernelError, CellTimeoutError):
+            outcome["stopped"] = self._why_stopped(outcome)
+            raise
+        judged, reasons, judged_notes = verdicts.review(executed, self.cell_records, answer_key, guard_records)
+        try:
+            outcome["checks"] = diagnose.explain(root, module_id, cache_dir, self._hidden_seed, executed,
+                                                 self.cell_records, answer_key, judged)
+        except Exception as error:  # noqa: BLE001  (the scores stand without it)
+            notes.append(f"the feedback on failed checks could not be made: {type(error).__name__}: {str(error)[:200]}")
+        verdicts.mark_failures(executed, judged)
+        reasons = outcome.get("over_limit", []) + reasons
+        notes += judged_notes + ([f"output cut at {self._output_cap} bytes"] if self._truncated else [])
+        outcome.update(reasons=outcome.get("reasons", []) + reasons, notes=outcome.get("notes", []) + notes)
+        resources["tinytorch"] = {"reasons": reasons, "notes": notes, "variant": variant}
+        return executed, resources
+
+    def _run_until_done(self, nb, resources, km, reference, kernel, outcome):
+        """`(executed notebook, the integrity guard's records, notes)`: `_run` again after each crash with
+        the solution cell that crashed reset to its stub, at most `MAX_CRASHES` times within one
+        deadline; the learner's code goes back in those cells with an error saying what happened."""
+        module_id = resources["nbgrader"]["assignment"]
+        stubs = {gid: cell.source for gid, cell in notebooks.cells_by_id(
+            notebooks.read(notebooks.notebook_path(self._root(), "release", module_id))).items()
+            if notebooks.is_solution(cell)}
         deadline = time.monotonic() + self.notebook_timeout  # for every run of this notebook together
         crashes = []  # (cell that was running, solution cell reset to its stub, the kernel's last words)
         while True:
@@ -234,7 +261,7 @@ class SandboxedExecute(verdicts.RecordingExecute):
                 attempt.cells[reset].source = stubs[notebooks.grade_id(attempt.cells[reset])]
             try:
                 executed, guard_records = self._run(attempt, resources, km, reference, kernel, deadline, outcome)
-                break
+                return executed, guard_records, [self._explain_crash(nb, executed, *crash) for crash in crashes]
             except DeadKernelError:
                 stop = outcome.get("deadline_passed") or outcome.get("over_limit") or len(crashes) >= MAX_CRASHES
                 reset = None if stop else cell_to_reset(attempt, self._running, stubs)
@@ -243,16 +270,21 @@ class SandboxedExecute(verdicts.RecordingExecute):
                     outcome["died_in"], outcome["reruns"] = notebooks.describe_cell(nb, self._running), len(crashes)
                     raise
                 crashes.append((self._running, reset, self._kernel_log))
-        notes = [self._explain_crash(nb, executed, *crash) for crash in crashes]
-        self._diagnosis = (root, module_id, self.cache_dir or default_cache_dir(root))
-        reasons, judged_notes = self._judge(executed, answer_key, guard_records)
-        reasons = outcome.get("over_limit", []) + reasons
-        notes += judged_notes
-        if self._truncated:
-            notes.append(f"output cut at {self._output_cap} bytes")
-        outcome.update(reasons=outcome.get("reasons", []) + reasons, notes=outcome.get("notes", []) + notes)
-        resources["tinytorch"] = {"reasons": reasons, "notes": notes, "variant": variant}
-        return executed, resources
+
+    def _why_stopped(self, outcome):
+        """Why the notebook could not be run to its end: a reason for the summary."""
+        cell = outcome.get("died_in_cell")
+        if "unstoppable_cell" in outcome:
+            return (f"cell {outcome['unstoppable_cell']} ran past the {self.timeout} s cell limit and ignored "
+                    "the interrupt; stopped")
+        if outcome.get("deadline_passed"):
+            where = f" in cell {cell}" if cell is not None else ""
+            return f"ran past the {self.notebook_timeout} s limit for a whole notebook{where}; stopped"
+        last = f": {outcome['kernel_log']}" if outcome.get("kernel_log") else ""
+        again = (f", again after {outcome['reruns']} run(s) with the exercises before it reset to their stubs"
+                 if outcome.get("reruns") else ", before any exercise that could be reset to its stub")
+        return (f"the kernel died in {outcome.get('died_in') or cell} (exit, crash or resource limit)"
+                f"{last}{again}")
 
     def _run(self, nb, resources, km, reference, kernel, deadline, outcome):
         """Execute `nb` once, in a fresh sandbox with a job folder of its own; `(executed notebook,
@@ -380,8 +412,6 @@ class SandboxedExecute(verdicts.RecordingExecute):
 
     def on_cell_execute(self, **kwargs):
         self._running = kwargs.get("cell_index")
-        if self.job is not None:
-            self.job["running"] = self._running
 
     def output(self, outs, msg, display_id, cell_index):
         """Keep outputs up to the cap, then one line that says they were cut."""
@@ -397,55 +427,6 @@ class SandboxedExecute(verdicts.RecordingExecute):
             outs.append(nbformat.v4.new_output(
                 "stream", name="stdout", text=f"[output cut by the grader: over {self._output_cap} bytes]\n"))
         return None
-
-    def _judge(self, nb, answer_key, guard_records):
-        """Trusted verdicts on every test cell; `(reasons to flag for review, notes)`."""
-        judged = verdicts.judge(nb, self.cell_records, answer_key)
-        cells = notebooks.cells_by_id(nb)
-        overruled = sorted(gid for gid, v in judged.items()
-                           if v.failures and not v.interference and not verdicts.kernel_failed(cells[gid]))
-        notes = self._explain_failures(nb, answer_key, judged)
-        verdicts.mark_failures(nb, judged)
-        reasons = []
-        hidden_errors = sorted(gid for gid, v in judged.items() if v.interference)
-        if hidden_errors:
-            reasons.append("the kernel reported no error where the grader's checks failed or did not "
-                           f"run (the submission hid errors from nbgrader): {', '.join(hidden_errors)}")
-        fitted = verdicts.visible_without_hidden(nb, judged, answer_key)
-        if fitted:
-            reasons.append("passes the visible tests but none of the hidden checks of "
-                           f"{', '.join(fitted)} (answers fitted to the visible examples?)")
-        if not any(r.get("closing") is True for r in guard_records):
-            reasons.append("the integrity check did not report (the submission may have "
-                           "interfered with the grader)")
-        findings = [finding for record in guard_records if isinstance(record.get("findings"), list)
-                    for finding in record["findings"]]
-        reasons += [f"{what} (in cell {cell})" for what, cell in
-                    (f for f in findings if isinstance(f, list) and len(f) == 2 and isinstance(f[0], str))][:20]
-        if overruled:
-            notes.append(f"the grader's own checks failed where the notebook's did not: {', '.join(overruled)}")
-        return sorted(set(reasons), key=reasons.index), notes
-
-
-    def _explain_failures(self, nb, answer_key, judged):
-        """Name each failing test cell's known mistake or kind of difference (`diagnose`), in an output
-        of the cell and in the job's `checks`; `[note]` if that could not be done."""
-        root, module_id, cache_dir = self._diagnosis
-        try:
-            checks, sentences = diagnose.diagnose(
-                notebooks.read(notebooks.notebook_path(root, "modules", module_id)), nb, self.cell_records,
-                answer_key, judged,
-                lambda exercises: learning.learned(root, module_id, Path(cache_dir) / "mistakes", self._hidden_seed,
-                                                   exercises),
-                mistakes.catalogue(root, module_id))
-        except Exception as error:  # noqa: BLE001  (the scores stand without it)
-            return [f"the feedback on failed checks could not be made: {type(error).__name__}: {str(error)[:200]}"]
-        if self.job is not None:
-            self.job["checks"] = checks
-        cells = notebooks.cells_by_id(nb)
-        for gid, sentence in sentences.items():
-            cells[gid].outputs.append(nbformat.v4.new_output("stream", name="stderr", text=f"Feedback: {sentence}\n"))
-        return []
 
 
 def cell_to_reset(notebook, running, stubs):

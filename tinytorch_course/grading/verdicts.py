@@ -151,7 +151,7 @@ def records_by_grade_id(notebook, cell_records):
             if notebooks.is_test(cell)}
 
 
-def _key(entry):
+def record_key(entry):
     """`(kind, (file, line))`: what a record checked and where; None for a malformed place."""
     loc = entry.get("loc")
     place = (tuple(loc) if isinstance(loc, list) and len(loc) == 2 and isinstance(loc[0], str)
@@ -174,7 +174,7 @@ def _compare_values(got, want, rtol, atol):
     return equal(got, want)
 
 
-def _judge_pair(expected, got_entry):
+def judge_record(expected, got_entry):
     """`(ok, why)` for one check."""
     kind = expected["kind"]
     try:
@@ -222,14 +222,14 @@ def computed_by_test(key, release):
     for gid, records in key.items():
         stubs = {}
         for entry in release.get(gid, []):
-            stubs.setdefault(_key(entry), []).append(entry)
+            stubs.setdefault(record_key(entry), []).append(entry)
         seen = {}
         for index, entry in enumerate(records):
-            place = _key(entry)
+            place = record_key(entry)
             occurrence = seen[place] = seen.get(place, -1) + 1
             twins = stubs.get(place, [])
             if (entry["kind"] in ("record", "record_error") and occurrence < len(twins)
-                    and _judge_pair(entry, twins[occurrence])[0]):
+                    and judge_record(entry, twins[occurrence])[0]):
                 computed.setdefault(gid, set()).add(index)
     return computed
 
@@ -264,7 +264,7 @@ def mark_informative(key, release, base=None):
 
 def layout(key):
     """`{grade id: [(kind, place)]}`: where an answer key's records are, without their values."""
-    return {gid: [_key(entry) for entry in records] for gid, records in key.items()}
+    return {gid: [record_key(entry) for entry in records] for gid, records in key.items()}
 
 
 def is_informative(records):
@@ -318,14 +318,14 @@ def judge_cell(reference, learner, kernel_failed, hidden):
 
     `kernel_failed`: the executed cell has an error output; `hidden`: the cell is a hidden
     test (its messages then name what was checked, never the values)."""
-    files = {place[0] for _, place in map(_key, reference) if place}
-    learner = [entry for entry in learner if (_key(entry)[1] or ("",))[0] in files]
+    files = {place[0] for _, place in map(record_key, reference) if place}
+    learner = [entry for entry in learner if (record_key(entry)[1] or ("",))[0] in files]
     pairs = list(zip(reference, learner))
-    same = next((i for i, (e, g) in enumerate(pairs) if _key(e) != _key(g)), len(pairs))
+    same = next((i for i, (e, g) in enumerate(pairs) if record_key(e) != record_key(g)), len(pairs))
     failures, interference, informative_matched = [], False, 0
     for expected, got_entry in pairs[:same]:
-        what = expected.get("what") or f"the check on line {_key(expected)[1][1]}"
-        ok, why = _judge_pair(expected, got_entry)
+        what = expected.get("what") or f"the check on line {record_key(expected)[1][1]}"
+        ok, why = judge_record(expected, got_entry)
         if expected["kind"] in VISIBLE_KINDS and got_entry.get("passed") is False and not kernel_failed:
             interference = True
         if ok:
@@ -381,6 +381,36 @@ def visible_without_hidden(notebook, verdicts, reference):
                 and sum(verdicts[g].informative_matched for g in sources) == 0):
             found.append(gid)
     return found
+
+
+def review(notebook, cell_records, reference, guard_records):
+    """`(judged, reasons, notes)` for an executed submission: `judge`'s verdicts, the reasons to flag
+    it for review (errors hidden from nbgrader, answers fitted to the visible examples, the
+    integrity guard's findings or its silence: `guard_records`, the records of `kernel_guard`), and
+    notes for the summary."""
+    judged = judge(notebook, cell_records, reference)
+    cells = notebooks.cells_by_id(notebook)
+    reasons, notes = [], []
+    hidden_errors = sorted(gid for gid, v in judged.items() if v.interference)
+    if hidden_errors:
+        reasons.append("the kernel reported no error where the grader's checks failed or did not "
+                       f"run (the submission hid errors from nbgrader): {', '.join(hidden_errors)}")
+    fitted = visible_without_hidden(notebook, judged, reference)
+    if fitted:
+        reasons.append("passes the visible tests but none of the hidden checks of "
+                       f"{', '.join(fitted)} (answers fitted to the visible examples?)")
+    if not any(r.get("closing") is True for r in guard_records):
+        reasons.append("the integrity check did not report (the submission may have "
+                       "interfered with the grader)")
+    findings = [finding for record in guard_records if isinstance(record.get("findings"), list)
+                for finding in record["findings"]]
+    reasons += [f"{what} (in cell {cell})" for what, cell in
+                (f for f in findings if isinstance(f, list) and len(f) == 2 and isinstance(f[0], str))][:20]
+    overruled = sorted(gid for gid, v in judged.items()
+                       if v.failures and not v.interference and not kernel_failed(cells[gid]))
+    if overruled:
+        notes.append(f"the grader's own checks failed where the notebook's did not: {', '.join(overruled)}")
+    return judged, sorted(set(reasons), key=reasons.index), notes
 
 
 def mark_failures(notebook, verdicts):
