@@ -182,16 +182,11 @@ MISTAKES += [
     Mistake("matmul", "1-d operands not promoted", "        A = a[None, :] if a.ndim == 1 else a\n", "        A = a\n",
             says="a 1-d a breaks MatMul's backward: treat it as a one-row matrix while computing, and drop that "
             "dimension from its gradient again."),
-    Mistake("index_backward", "repeated indices written, not added",
-            "            np.add.at(out, index, grad)  # repeated positions: the scatter-add sums them",
-            "            out[index] = grad",
-            says="x[[0, 0, 2]] gives x.grad[0] only one of its two gradients: an element picked twice must receive "
-            "the sum, and plain assignment keeps only the last write."),
-    Mistake("index_backward", "zeros in C order, not laid out as x (a copy further back)",
-            "        out = np.zeros_like(as_array(ctx.inputs[0]), dtype=grad.dtype)",
-            "        out = np.zeros(ctx.inputs[0].shape, dtype=grad.dtype)",
-            says="the zeros for the gradient are laid out in C order rather than like x: a permuted x then gets a "
-            "gradient that costs a copy further back; make the zeros in x's own layout."),
+    Mistake("index_backward", "repeated indices added with a buffered +=",
+            "        np.add.at(out, index, grad)  # repeated positions: the scatter-add sums them",
+            "        out[index] += grad",
+            says="x[[0, 0, 2]] gives x.grad[0] only one of its two gradients: an in-place add through an index "
+            "writes each position once, however often it repeats; an element picked twice must receive the sum."),
 ]
 MISTAKES += [
     Mistake("context", "a saved number is checked for a version",

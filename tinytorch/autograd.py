@@ -1033,14 +1033,13 @@ class Index(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        index = ctx.inputs[1]
+        index = _numpy_index(ctx.inputs[1])
+        out = np.zeros_like(as_array(ctx.inputs[0]), dtype=grad.dtype)  # given: laid out as x is
+        if _picks_each_once(index):  # given: no position repeats, so a plain (strided) write is exact
+            out[index] = grad
+            return out, None
         ### BEGIN SOLUTION
-        out = np.zeros_like(as_array(ctx.inputs[0]), dtype=grad.dtype)  # laid out as x is
-        index = _numpy_index(index)
-        if _picks_each_once(index):
-            out[index] = grad  # each position at most once: a plain (strided) write
-        else:
-            np.add.at(out, index, grad)  # repeated positions: the scatter-add sums them
+        np.add.at(out, index, grad)  # repeated positions: the scatter-add sums them
         return out, None
         ### END SOLUTION
 
