@@ -297,19 +297,29 @@ def kit_digest(root, module_id):
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
+def _same(outcome, other):
+    """Whether two learnings of one test cell recorded the same (NaN included)."""
+    return json.dumps(outcome, sort_keys=True) == json.dumps(other, sort_keys=True)
+
+
 def visible_failures(root, module_id, cache_dir):
     """`[{"says", "visible": {grade id: None or [error class, message]}}]`: how each catalogued mistake
     that a visible test catches fails the visible test cells of its exercise, outside grading (the
     fixed seed). Only the visible cells, never the records, the hidden cells or the mistake's code;
-    a mistake whose visible failures are another's of its exercise is left out (it cannot be told apart)."""
+    left out: a mistake whose visible failures are another's of its exercise (it cannot be told apart),
+    and one whose visible failures change from run to run (it draws from an unseeded generator: a
+    learner's run never shows the same), found by learning the module a second time."""
     source = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
     cells = notebooks.cells_by_id(source)
     found, exercises = [], sorted(exercise_ids(source))
     every = learned(root, module_id, cache_dir, FIXED_SEED, exercises)
+    with tempfile.TemporaryDirectory(prefix="learning-again-") as again:
+        repeated = learned(root, module_id, again, FIXED_SEED, exercises)
     for exercise in exercises:
         visible = [g for g in test_cells_of(source, exercise) if notebooks.HIDDEN_MARKERS[0] not in cells[g].source]
         caught = [m for m in mistakes.catalogue(root, module_id)
-                  if m.cell == exercise and m.hidden_only is None and m.runnable]
+                  if m.cell == exercise and m.hidden_only is None and m.runnable
+                  and all(_same(every[exercise][mistake_key(m)][g], repeated[exercise][mistake_key(m)][g]) for g in visible)]
         if not visible or not caught:
             continue
         outcome = every[exercise]
