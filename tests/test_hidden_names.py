@@ -64,6 +64,9 @@ def test_reads_in_functions_classes_and_comprehensions_count(reader):
     "f = lambda seed_all: seed_all",
     "def outer():\n    seed_all = 1\n    def inner():\n        return seed_all\n    return inner",
     "class C:\n    def m(self, seed_all):\n        return seed_all",
+    # a decorator runs in the class: the property's own name, not the notebook's (module 03's Tensor.data)
+    "class C:\n    @property\n    def seed_all(self):\n        return 1\n    @seed_all.setter\n"
+    "    def seed_all(self, value):\n        pass",
 ])
 def test_local_names_are_not_reads_of_the_notebooks_namespace(reader):
     assert reads(("a_hidden", hidden("seed_all = 1")), ("b_visible", reader)) == []

@@ -56,10 +56,25 @@ def _targets(node):
     return set()
 
 
+def _inner(scope):
+    """The child nodes of `scope` that run inside it: not a def's decorators, defaults and
+    annotations, a class's bases and decorators, a comprehension's first iterable (the enclosing
+    scope runs those)."""
+    if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return list(scope.body)
+    if isinstance(scope, ast.Lambda):
+        return [scope.body]
+    if isinstance(scope, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        first, *rest = scope.generators
+        results = [scope.key, scope.value] if isinstance(scope, ast.DictComp) else [scope.elt]
+        return [first.target, *first.ifs, *rest, *results]
+    return list(ast.iter_child_nodes(scope))
+
+
 def _own_nodes(scope):
     """The nodes that run in `scope` itself: nested scopes' bodies excluded (their names, a def's
     decorators and defaults, a comprehension's first iterable do run in `scope`)."""
-    pending = list(ast.iter_child_nodes(scope))
+    pending = _inner(scope)
     while pending:
         node = pending.pop()
         yield node

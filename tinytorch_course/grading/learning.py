@@ -21,18 +21,16 @@ import json
 import os
 from pathlib import Path
 import subprocess
-import symtable
 import sys
 import tempfile
 
 import nbformat
-from IPython.core.inputtransformer2 import TransformerManager
 
 from tinytorch.testing import FIXED_SEED, HIDDEN_SEED_ENV
 
 from . import grading_cache, verdicts
 from .. import notebooks
-from ..build import mistakes
+from ..build import hidden_names, mistakes
 
 HERE = Path(__file__).resolve().parent
 KIT_FILE = "mistakes/kit.json"  # made by ./course build, shipped in the learner's kit: what `./learn check` says
@@ -74,16 +72,10 @@ def test_cells_of(notebook, exercise):
 @functools.lru_cache(maxsize=None)  # a notebook's cells are parsed once, not once per mutant
 def bound_and_read(source):
     """The global names a code cell binds, and those it (or a function it defines) reads without
-    binding them itself."""
-    top = symtable.symtable(TransformerManager().transform_cell(source), "<cell>", "exec")
-    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
-    read, scopes = set(), [top]
-    while scopes:
-        scope = scopes.pop()
-        scopes.extend(scope.get_children())
-        read.update(s.get_name() for s in scope.get_symbols()
-                    if s.is_referenced() and (scope is top or s.is_global()))
-    return frozenset(bound), frozenset(read - bound)
+    binding them itself (`build.hidden_names`' analysis, the one `./course build` checks reads with)."""
+    tree = hidden_names.parse(source)
+    bound = hidden_names.global_bindings(tree)
+    return frozenset(bound), frozenset(set(hidden_names.global_reads(tree)) - bound)
 
 
 def cell_names(notebook):
