@@ -16,6 +16,7 @@ inside the measured wall time; it prints that time, the learning's share, and ho
 injected mistakes the feedback named.
 """
 import argparse
+import collections
 import os
 from pathlib import Path
 import shutil
@@ -103,21 +104,33 @@ def plain_execution(root, repeats=2):
 
 
 def first_grading_with_mistakes(root, jobs, injected, count):
-    """Grade the class once, cold; print the wall time, what was learned, and the mistakes named."""
+    """Grade the class once, cold; print the wall time, what was learned, the mistakes named, and which
+    of those apart from the notebook's other mistakes (`learning.reaches`, both ways) were not."""
     started = time.perf_counter()
     outcome = grading.autograde(root, jobs=jobs, log=lambda message: None)
     wall = time.perf_counter() - started
     learned = list((sandbox.default_cache_dir(root) / "mistakes").glob("*.json"))
-    made = sum(len(chosen) for by_student in injected.values() for chosen in by_student.values())
-    named = sum(len(set(chosen) & {name for check in outcome[module][student].get("checks", {}).values()
-                                   for name in check["mistakes"]})
-                for module, by_student in injected.items() for student, chosen in by_student.items())
-    statuses = statistics.multimode(e["status"] for by_student in outcome.values() for e in by_student.values())
+    made = named = apart = apart_named = 0
+    missed = collections.Counter()
+    for module, by_student in injected.items():
+        reach = learning.reaches(learning.depends_on(notebooks.read(notebooks.notebook_path(root, "modules", module))))
+        for student, chosen in by_student.items():
+            found = {name for check in outcome[module][student].get("checks", {}).values() for name in check["mistakes"]}
+            for key in chosen:
+                cell, others = key.split(":")[0], [c.split(":")[0] for c in chosen if c != key]
+                alone = all(o not in reach[cell] and cell not in reach[o] for o in others)
+                made, named = made + 1, named + (key in found)
+                apart, apart_named = apart + alone, apart_named + (alone and key in found)
+                if alone and key not in found:
+                    missed[f"{module} {key}"] += 1
+    statuses = collections.Counter(e["status"] for by_student in outcome.values() for e in by_student.values())
     print(f"class with mistakes, first grading of the term ({hidden_inputs.term(root)['variants']} variants, cold "
-          f"cache), {jobs} jobs: {wall:.1f} s = {wall / 60:.1f} min ({wall / count:.2f} s per notebook)")
-    print(f"  {len(learned)} (module, exercise, variant) entries learned; {named} of {made} injected mistakes "
-          f"named (a mistake is named only where no earlier failing exercise explains it); most common status "
-          f"{statuses}")
+          f"cache), {jobs} jobs: {wall:.1f} s = {wall / 60:.1f} min ({wall / count:.2f} s per notebook); "
+          f"statuses {dict(statuses)}")
+    print(f"  {len(learned)} (module, exercise, variant) entries learned; {named} of {made} injected mistakes named; "
+          f"of the {apart} apart from the notebook's other mistakes, {apart_named} named")
+    for key, times in missed.most_common():
+        print(f"  not named, though apart: {key} ({times}x)")
 
 
 def main():

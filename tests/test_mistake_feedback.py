@@ -55,17 +55,6 @@ def usable(root, source, seed, key):
     return found
 
 
-def reaches(depends):
-    """`depends` (`learning.depends_on`) closed over exercises: a mistake in A can fail C's tests, and
-    grading names no mistake of an exercise B that uses a failing C."""
-    found = {exercise: set(uses) for exercise, uses in depends.items()}
-    while True:
-        grown = {exercise: uses.union(*(found[u] for u in uses)) for exercise, uses in found.items()}
-        if grown == found:
-            return found
-        found = grown
-
-
 def draw_class(catalogue, names, depends):
     """`{student: [mistake key]}`: the seeded class, each learner's mistakes of exercises apart."""
     rng = np.random.default_rng(39)
@@ -107,7 +96,7 @@ def graded_class(built_course, tmp_path_factory):
     path = mistakes.catalogue_path(root, MODULE)
     path.write_text(path.read_text() + f"\nMISTAKES = [m for m in MISTAKES if f'{{m.cell}}:{{m.what}}' != {left_out!r}]\n"
                     "MISTAKES += [\n]\n")  # a list for ./course grade name-cluster to add to
-    made = draw_class(catalogue, names, reaches(learning.depends_on(source)))
+    made = draw_class(catalogue, names, learning.reaches(learning.depends_on(source)))
     made.update({f"left-out-{n}": [left_out] for n in range(LEFT_OUT_LEARNERS)})
     solved = notebooks.read(notebooks.notebook_path(root, "solutions", MODULE))
     hand_ins = base / "hand-ins"

@@ -110,6 +110,17 @@ def depends_on(source):
     return found
 
 
+def reaches(depends):
+    """`depends` (`depends_on`) closed over exercises: a mistake in A can fail the tests of C that uses
+    A, and grading names no mistake of an exercise B that uses a failing C."""
+    found = {exercise: set(uses) for exercise, uses in depends.items()}
+    while True:
+        grown = {exercise: uses.union(*(found[u] for u in uses)) for exercise, uses in found.items()}
+        if grown == found:
+            return found
+        found = grown
+
+
 def through_own_tests(notebook, cell_id):
     """The cells a mistake of exercise `cell_id` is first judged by: `notebook` cut after the
     exercise's last test cell (`<cell_id>_visible`, `<cell_id>_hidden`, ...), without the test cells
