@@ -314,21 +314,24 @@ def visible_failures(root, module_id, cache_dir):
     learner's run never shows the same), found by learning the module a second time."""
     source = notebooks.read(notebooks.notebook_path(root, "modules", module_id))
     cells = notebooks.cells_by_id(source)
-    found, exercises = [], sorted(exercise_ids(source))
+    catalogue = mistakes.catalogue(root, module_id)
+    visible, candidates = {}, {}
+    for exercise in sorted(exercise_ids(source)):
+        visible[exercise] = [g for g in test_cells_of(source, exercise)
+                             if notebooks.HIDDEN_MARKERS[0] not in cells[g].source]
+        candidates[exercise] = [m for m in catalogue if m.cell == exercise and m.hidden_only is None and m.runnable]
+    exercises = [e for e in visible if visible[e] and candidates[e]]  # the only ones learned, twice
     every = learned(root, module_id, cache_dir, FIXED_SEED, exercises)
     with tempfile.TemporaryDirectory(prefix="learning-again-") as again:
         repeated = learned(root, module_id, again, FIXED_SEED, exercises)
+    found = []
     for exercise in exercises:
-        visible = [g for g in test_cells_of(source, exercise) if notebooks.HIDDEN_MARKERS[0] not in cells[g].source]
-        caught = [m for m in mistakes.catalogue(root, module_id)
-                  if m.cell == exercise and m.hidden_only is None and m.runnable
-                  and all(_same(every[exercise][mistake_key(m)][g], repeated[exercise][mistake_key(m)][g]) for g in visible)]
-        if not visible or not caught:
-            continue
         outcome = every[exercise]
+        caught = [m for m in candidates[exercise] if all(
+            _same(outcome[mistake_key(m)][g], repeated[exercise][mistake_key(m)][g]) for g in visible[exercise])]
         shown = [{g: outcome[mistake_key(m)][g]["error"] and [outcome[mistake_key(m)][g]["error"],
                                                               outcome[mistake_key(m)][g]["message"]]
-                  for g in visible} for m in caught]
+                  for g in visible[exercise]} for m in caught]
         found += [{"says": m.says or m.what, "visible": fails} for m, fails in zip(caught, shown)
                   if any(fails.values()) and shown.count(fails) == 1]
     return found
